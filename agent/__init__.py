@@ -1,0 +1,1 @@
+"""The nodeqos node agent: collectors, states informer, NodeMetric reporter, CLI."""

@@ -1,0 +1,1 @@
+"""The nodeqos descheduler: config API, framework, plugins, evictor, CLI."""

@@ -1,0 +1,1 @@
+"""The agent's embedded time-series and key/value store (see metriccache.store)."""

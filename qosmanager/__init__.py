@@ -1,0 +1,1 @@
+"""The node QoS framework: extension plugins, resource executor, evictor, strategies."""
