@@ -1,60 +1,65 @@
 #!/usr/bin/env bash
-# Builds etcd and kube-apiserver from the pinned modules in hack/go.mod into a
-# cache outside the repository, keyed by the go.sum digest, and prints the
-# directory holding both binaries. Idempotent: a second run prints the cached
-# directory at once.
+# Builds the local control plane from the pinned modules in hack/go.mod —
+# etcd, kube-apiserver, and certgen (this repo's key-material generator) — into
+# a cache outside the repository, keyed by a digest of hack/, and prints the
+# directory holding all three. Idempotent: a second run prints the cached
+# directory at once; concurrent runs wait for one build.
 #
 # Honours the envtest conventions: when KUBEBUILDER_ASSETS, or both
-# TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, point at prebuilt binaries,
-# nothing is built.
+# TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, name prebuilt binaries, those
+# are used and only certgen (standard library only, seconds) is built.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
 fail() { echo "build-control-plane: $*" >&2; exit 1; }
 
-if [[ -n "${TEST_ASSET_KUBE_APISERVER:-}" && -n "${TEST_ASSET_ETCD:-}" ]]; then
-  [[ -x "$TEST_ASSET_KUBE_APISERVER" ]] || fail "TEST_ASSET_KUBE_APISERVER=$TEST_ASSET_KUBE_APISERVER is not an executable file"
-  [[ -x "$TEST_ASSET_ETCD" ]] || fail "TEST_ASSET_ETCD=$TEST_ASSET_ETCD is not an executable file"
-  echo "envtest assets: $TEST_ASSET_KUBE_APISERVER, $TEST_ASSET_ETCD" >&2
-  exit 0
-fi
-if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
-  for b in kube-apiserver etcd; do
-    [[ -x "$KUBEBUILDER_ASSETS/$b" ]] || fail "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS has no executable $b"
-  done
-  echo "$KUBEBUILDER_ASSETS"
-  exit 0
-fi
+command -v go >/dev/null 2>&1 || fail "no Go toolchain on PATH. Install Go >= 1.24 (https://go.dev/doc/install); the control plane is built from source with it."
 
-command -v go >/dev/null 2>&1 || fail "no Go toolchain on PATH. Install Go >= 1.24 (https://go.dev/doc/install), or set KUBEBUILDER_ASSETS to a directory holding prebuilt kube-apiserver and etcd binaries."
+etcd_bin="" apiserver_bin=""
+if [[ -n "${TEST_ASSET_KUBE_APISERVER:-}" || -n "${TEST_ASSET_ETCD:-}" ]]; then
+  etcd_bin=${TEST_ASSET_ETCD:-} apiserver_bin=${TEST_ASSET_KUBE_APISERVER:-}
+  [[ -x "$apiserver_bin" ]] || fail "TEST_ASSET_KUBE_APISERVER='$apiserver_bin' is not an executable file (set both TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, or neither)"
+  [[ -x "$etcd_bin" ]] || fail "TEST_ASSET_ETCD='$etcd_bin' is not an executable file (set both TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, or neither)"
+elif [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+  etcd_bin="$KUBEBUILDER_ASSETS/etcd" apiserver_bin="$KUBEBUILDER_ASSETS/kube-apiserver"
+  [[ -x "$apiserver_bin" && -x "$etcd_bin" ]] || fail "KUBEBUILDER_ASSETS='$KUBEBUILDER_ASSETS' must hold executable kube-apiserver and etcd"
+fi
 
 cache_root=${NODEQOS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodeqos}
-key=$( (cat "$here/go.mod" "$here/go.sum"; go env GOVERSION GOOS GOARCH) | sha256sum | cut -c1-16)
+key=$( (cd "$here" && cat go.mod go.sum build-control-plane.sh cmd/*/main.go; go env GOVERSION GOOS GOARCH; echo "$etcd_bin $apiserver_bin") \
+       | sha256sum | cut -c1-16)
 out="$cache_root/control-plane/$key"
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
-  echo "$out"
-  exit 0
-fi
+ready() { [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/certgen" ]]; }
+if ready; then echo "$out"; exit 0; fi
 
-# Several processes (parallel test runs, the demo) may ask at once: one builds,
-# the others wait for it and then find the cache filled.
 mkdir -p "$cache_root/control-plane"
 exec 9>"$cache_root/control-plane/.lock"
 flock 9
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
-  echo "$out"
-  exit 0
-fi
+if ready; then echo "$out"; exit 0; fi
+
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
-echo "building etcd and kube-apiserver into $out (first run only, several minutes)" >&2
 log="$out.tmp/build.log"
-if ! (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out.tmp/etcd" ./cmd/etcd \
-      && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out.tmp/kube-apiserver" ./cmd/kube-apiserver) >"$log" 2>&1; then
-  tail -n 30 "$log" >&2
-  fail "go build failed (full log: $log). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that Go is >= 1.24."
+# Stamp kube-apiserver with its real version (GET /version), as Kubernetes' own build does.
+kver=$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$here/go.mod")
+kminor=$(echo "$kver" | cut -d. -f2)
+vpkg=k8s.io/component-base/version
+ldflags="-s -w -X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean"
+build() { (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out.tmp/$1" "./cmd/$1") >>"$log" 2>&1; }
+if [[ -n "$etcd_bin" ]]; then
+  ln -s "$etcd_bin" "$out.tmp/etcd"
+  ln -s "$apiserver_bin" "$out.tmp/kube-apiserver"
+  targets=(certgen)
+else
+  echo "building etcd and kube-apiserver into $out (first run only; ~10 minutes on 2 cores)" >&2
+  targets=(certgen etcd kube-apiserver)
 fi
+for t in "${targets[@]}"; do
+  if ! build "$t"; then
+    tail -n 30 "$log" >&2
+    fail "go build ./cmd/$t failed (full log: $log). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that Go is >= 1.24."
+  fi
+done
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "$out"

@@ -19,16 +19,22 @@ command -v "$python" >/dev/null 2>&1 || fail "no $python on PATH; install Python
 
 key=$( (cat "$repo/pyproject.toml"; "$python" --version) | sha256sum | cut -c1-16)
 venv="$cache_root/venv/$key"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "creating virtual environment $venv" >&2
-  "$python" -m venv "$venv.tmp" || fail "python -m venv failed (on Debian: apt-get install python3-venv)"
-  "$venv.tmp/bin/python" -m pip install --quiet --upgrade pip "setuptools>=77" wheel >&2
-  "$venv.tmp/bin/python" -m pip install --quiet "$repo[test]" >&2 \
-    || fail "pip install failed; check that PyPI is reachable"
-  rm -rf "$venv"
-  mv "$venv.tmp" "$venv"
-  # The move broke the venv's absolute script shebangs; rebuild them in place.
-  "$python" -m venv --upgrade "$venv" >/dev/null
+# Built in place (console-script shebangs hold absolute paths, so a venv cannot
+# be moved), under a lock, and trusted only once its completion stamp exists.
+if [[ ! -f "$venv/.nodeqos-complete" ]]; then
+  mkdir -p "$cache_root/venv"
+  exec 8>"$cache_root/venv/.lock"
+  flock 8
+  if [[ ! -f "$venv/.nodeqos-complete" ]]; then
+    echo "creating virtual environment $venv" >&2
+    rm -rf "$venv"
+    "$python" -m venv "$venv" || fail "python -m venv failed (on Debian: apt-get install python3-venv)"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip "setuptools>=77" wheel >&2
+    "$venv/bin/python" -m pip install --quiet "$repo[test]" >&2 \
+      || fail "pip install failed; check that PyPI is reachable"
+    touch "$venv/.nodeqos-complete"
+  fi
+  flock -u 8
 fi
 # The editable install points at one checkout; re-point it when the repo moved
 # (a fresh clone in CI) without reinstalling the dependencies.

@@ -1,0 +1,431 @@
+"""A throwaway local Kubernetes control plane: real etcd plus real kube-apiserver.
+
+Used by the test suite (a session-scoped fixture) and by the demo. The binaries
+come from ``hack/build-control-plane.sh`` (built from pinned Go modules, cached
+outside the repo) or from the envtest variables ``KUBEBUILDER_ASSETS`` /
+``TEST_ASSET_KUBE_APISERVER`` + ``TEST_ASSET_ETCD``.
+
+What it sets up, and why:
+
+- etcd and kube-apiserver on free loopback ports with data in a temporary dir;
+- certificates and the service-account signing key from ``certgen`` (a Go
+  helper built with the binaries, so Python needs no crypto package);
+- RBAC authorization, a static admin token in ``system:masters`` and the
+  TokenRequest API, so tests can act as other identities and see real 403s;
+- the ``ServiceAccount`` admission plugin off: no controller-manager runs to
+  create ``default`` service accounts, and pods must still be admitted;
+- children die with us: each is started in its own session with
+  ``PR_SET_PDEATHSIG``, and ``stop()`` runs on exit, SIGTERM and Ctrl-C paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "hack" / "build-control-plane.sh"
+CRDS_DIR = Path(__file__).resolve().parent.parent / "deploy" / "crds"
+
+HOW_TO_BUILD = (
+    "Build the local control plane with `make control-plane` (needs Go >= 1.24 and the Go "
+    "module proxy), or point KUBEBUILDER_ASSETS at a directory holding kube-apiserver and etcd."
+)
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be found, built or started; the message says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Binaries:
+    etcd: Path
+    kube_apiserver: Path
+    certgen: Path
+
+    @classmethod
+    def in_dir(cls, directory: Path) -> Binaries:
+        found = cls(directory / "etcd", directory / "kube-apiserver", directory / "certgen")
+        missing = [str(p) for p in (found.etcd, found.kube_apiserver, found.certgen) if not os.access(p, os.X_OK)]
+        if missing:
+            raise ControlPlaneError(f"missing control plane binaries: {', '.join(missing)}. {HOW_TO_BUILD}")
+        return found
+
+
+def find_binaries(*, build: bool = True) -> Binaries:
+    """Locate the binaries: $NODEQOS_CONTROL_PLANE_BIN, else run the (cached) build script."""
+    preset = os.environ.get("NODEQOS_CONTROL_PLANE_BIN")
+    if preset:
+        return Binaries.in_dir(Path(preset))
+    if not build or not BUILD_SCRIPT.exists():
+        raise ControlPlaneError(f"NODEQOS_CONTROL_PLANE_BIN is not set. {HOW_TO_BUILD}")
+    try:
+        done = subprocess.run([str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise ControlPlaneError(f"cannot run {BUILD_SCRIPT}: {err}. {HOW_TO_BUILD}") from err
+    if done.returncode != 0:
+        raise ControlPlaneError(done.stderr.strip() or f"{BUILD_SCRIPT} failed. {HOW_TO_BUILD}")
+    return Binaries.in_dir(Path(done.stdout.strip().splitlines()[-1]))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    os.setsid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Credentials for one user of the local API server."""
+
+    name: str
+    token: str
+    kubeconfig: Path
+
+
+class ControlPlane:
+    """etcd + kube-apiserver on loopback. Use as a context manager, or start()/stop()."""
+
+    ADMIN_USER = "nodeqos-admin"
+
+    def __init__(
+        self,
+        binaries: Binaries | None = None,
+        *,
+        workdir: Path | None = None,
+        crds_dir: Path | None = CRDS_DIR,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self._binaries = binaries
+        self._own_workdir = workdir is None
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="nodeqos-cp-"))
+        self._crds_dir = crds_dir
+        self._start_timeout = start_timeout
+        self._admin_token = secrets.token_hex(16)
+        self._etcd: subprocess.Popen[bytes] | None = None
+        self._apiserver: subprocess.Popen[bytes] | None = None
+        self._logs: list[IO[bytes]] = []
+        self.etcd_port = 0
+        self.secure_port = 0
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def binaries(self) -> Binaries:
+        if self._binaries is None:
+            self._binaries = find_binaries()
+        return self._binaries
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.secure_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.workdir / "pki" / "ca.crt"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "admin.kubeconfig"
+
+    def start(self) -> None:
+        """Start etcd and the API server, wait for /readyz, install the CRDs."""
+        try:
+            self._write_key_material()
+            self._start_etcd()
+            self.start_apiserver()
+            self._write_kubeconfig(self.kubeconfig, self.ADMIN_USER, self._admin_token)
+            if self._crds_dir is not None:
+                self.install_crds(self._crds_dir)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop both processes (SIGTERM, then SIGKILL) and remove the work dir we made."""
+        self.stop_apiserver()
+        self._terminate(self._etcd)
+        self._etcd = None
+        for handle in self._logs:
+            handle.close()
+        self._logs.clear()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def start_apiserver(self) -> None:
+        """(Re)start kube-apiserver against the running etcd; waits until ready."""
+        if self._apiserver is not None:
+            return
+        for attempt in range(3):
+            if not self.secure_port or attempt:
+                self.secure_port = free_port()
+            self._apiserver = self._spawn("kube-apiserver", self._apiserver_args())
+            try:
+                self._wait_ready(self._apiserver, "kube-apiserver")
+                return
+            except ControlPlaneError as err:
+                self._terminate(self._apiserver)
+                self._apiserver = None
+                if "address already in use" not in str(err) or attempt == 2:
+                    raise
+                log.warning("port %d was taken; retrying kube-apiserver on another port", self.secure_port)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (etcd keeps the data): an API outage for tests."""
+        self._terminate(self._apiserver)
+        self._apiserver = None
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision (old resourceVersions then answer 410 Gone)."""
+        base = f"http://127.0.0.1:{self.etcd_port}/v3"
+        status = self._etcd_post(f"{base}/kv/range", {"key": "AA==", "limit": 1})
+        revision = int(status["header"]["revision"])
+        self._etcd_post(f"{base}/kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
+    @staticmethod
+    def _etcd_post(url: str, body: Any) -> Any:
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    # -- identities --------------------------------------------------------
+
+    def admin(self) -> Identity:
+        return Identity(self.ADMIN_USER, self._admin_token, self.kubeconfig)
+
+    def service_account(self, namespace: str, name: str, *, create: bool = True) -> Identity:
+        """A token for ServiceAccount namespace/name from the TokenRequest API."""
+        if create:
+            self.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                         {"metadata": {"name": name}}, ok_conflict=True)
+        issued = self.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+             "spec": {"expirationSeconds": 3600}},
+        )
+        token = str(issued["status"]["token"])
+        path = self.workdir / f"sa-{namespace}-{name}.kubeconfig"
+        self._write_kubeconfig(path, f"system:serviceaccount:{namespace}:{name}", token)
+        return Identity(f"system:serviceaccount:{namespace}:{name}", token, path)
+
+    # -- a minimal admin REST helper (setup only; product code uses kube.rest) --
+
+    def request(self, method: str, path: str, body: Any = None, *, ok_conflict: bool = False,
+                token: str | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {token or self._admin_token}")
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl(), timeout=30) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            if ok_conflict and err.code == 409:
+                return None
+            raise ControlPlaneError(f"{method} {path}: HTTP {err.code}: {err.read()[:500]!r}") from err
+
+    def install_crds(self, directory: Path, *, timeout: float = 30.0) -> list[str]:
+        """Create every CRD in directory (*.yaml) and wait until each is Established."""
+        import yaml  # local: only needed here
+
+        names = []
+        for path in sorted(directory.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc,
+                             ok_conflict=True)
+                names.append(str(doc["metadata"]["name"]))
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while True:
+                crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                if conditions.get("Established") == "True":
+                    break
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"CRD {name} not Established after {timeout}s: {conditions}")
+                time.sleep(0.1)
+        # Discovery for new groups lags a moment behind Established.
+        for name in names:
+            plural, group = name.split(".", 1)
+            crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            version = crd["spec"]["versions"][0]["name"]
+            while True:
+                try:
+                    self.request("GET", f"/apis/{group}/{version}/{plural}?limit=1")
+                    break
+                except ControlPlaneError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        return names
+
+    # -- internals -----------------------------------------------------------
+
+    def _ssl(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def _write_key_material(self) -> None:
+        pki = self.workdir / "pki"
+        done = subprocess.run([str(self.binaries.certgen), str(pki)], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise ControlPlaneError(f"certgen failed: {done.stderr.strip()}. {HOW_TO_BUILD}")
+        (pki / "tokens.csv").write_text(f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"\n')
+
+    def _start_etcd(self) -> None:
+        for attempt in range(3):
+            self.etcd_port = free_port()
+            peer_port = free_port()
+            self._etcd = self._spawn("etcd", [
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
+                "--log-level=warn",
+            ])
+            try:
+                self._wait_http(self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None)
+                return
+            except ControlPlaneError as err:
+                self._terminate(self._etcd)
+                self._etcd = None
+                if "address already in use" not in str(err) or attempt == 2:
+                    raise
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self.workdir / "pki"
+        return [
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.secure_port}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--token-auth-file={pki / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--endpoint-reconciler-type=none",
+            f"--cert-dir={pki}",
+            "--v=0",
+        ]
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        binary = getattr(self.binaries, name.replace("-", "_"))
+        log_path = self.workdir / f"{name}.log"
+        handle = log_path.open("ab")
+        self._logs.append(handle)
+        try:
+            return subprocess.Popen([str(binary), *args], stdout=handle, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        except OSError as err:
+            raise ControlPlaneError(f"cannot start {binary}: {err}. {HOW_TO_BUILD}") from err
+
+    def _wait_ready(self, proc: subprocess.Popen[bytes], name: str) -> None:
+        self._wait_http(proc, name, f"{self.url}/readyz", self._admin_token)
+
+    def _wait_http(self, proc: subprocess.Popen[bytes], name: str, url: str, token: str | None) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        context = self._ssl() if url.startswith("https") else None
+        while True:
+            if proc.poll() is not None:
+                raise ControlPlaneError(f"{name} exited with status {proc.returncode}: {self._log_tail(name)}")
+            req = urllib.request.Request(url)
+            if token:
+                req.add_header("Authorization", f"Bearer {token}")
+            try:
+                with urllib.request.urlopen(req, context=context, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"{name} not ready after {self._start_timeout}s: {self._log_tail(name)}")
+            time.sleep(0.2)
+
+    def _log_tail(self, name: str, lines: int = 15) -> str:
+        path = self.workdir / f"{name}.log"
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    @staticmethod
+    def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def _write_kubeconfig(self, path: Path, user: str, token: str) -> None:
+        import yaml
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": self.url,
+                                                       "certificate-authority": str(self.ca_file)}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+            "current-context": "local",
+        }
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+
+
+@contextlib.contextmanager
+def running(binaries: Binaries | None = None) -> Iterator[ControlPlane]:
+    with ControlPlane(binaries) as plane:
+        yield plane

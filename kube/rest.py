@@ -1,0 +1,288 @@
+"""A small JSON REST client over the `kubernetes` package's ApiClient.
+
+Everything nodeqos sends to the API server goes through `Rest`: raw JSON in and
+out (the generated model classes are slow to deserialize and drop CRD fields),
+typed errors, a client-side token-bucket rate limit, and streaming for watches.
+The `kubernetes` package is kept for what it does well: kubeconfig and
+in-cluster credential loading, TLS and connection pooling.
+
+Callers: kube.cache (list and watch), the agent's NodeMetric reporter and
+evictor, the descheduler's evictor and leader election.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import kubernetes.client
+import kubernetes.config
+import urllib3
+
+JSON = Any
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class ApiError(Exception):
+    """The API server answered with a non-2xx status."""
+
+    def __init__(self, status: int, reason: str, message: str, body: JSON = None) -> None:
+        super().__init__(f"HTTP {status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def too_many_requests(self) -> bool:
+        return self.status == 429
+
+
+class ApiUnavailable(Exception):
+    """The API server could not be reached (connection refused, reset, timeout)."""
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Client-side rate limit, like client-go's flowcontrol: qps refill, burst capacity."""
+
+    qps: float
+    burst: int
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        self._tokens = float(self.burst)
+        self._last = self.clock()
+        self._lock = threading.Lock()
+
+    def wait_time(self) -> float:
+        """Take a token; return how long the caller must wait before using it."""
+        with self._lock:
+            now = self.clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def take(self) -> None:
+        delay = self.wait_time()
+        if delay > 0:
+            self.sleep(delay)
+
+
+def api_client(kubeconfig: Path | str | None = None) -> kubernetes.client.ApiClient:
+    """Credentials from the given kubeconfig, else in-cluster, else ~/.kube/config."""
+    config = kubernetes.client.Configuration()
+    if kubeconfig:
+        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=config)
+    else:
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=config)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=config)
+    # Retries hide outages behind long stalls; our loops retry with their own backoff.
+    config.retries = False
+    return kubernetes.client.ApiClient(config)
+
+
+class Rest:
+    """JSON requests against one API server; thread-safe.
+
+    Credentials and TLS settings come from a `kubernetes.client.Configuration`
+    (kubeconfig or in-cluster); the HTTP itself is a urllib3 pool of our own, so
+    behaviour does not change with the generated client's internals.
+    """
+
+    def __init__(
+        self,
+        client: kubernetes.client.ApiClient,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        timeout: float = 30.0,
+        pool_size: int = 8,
+    ) -> None:
+        self.client = client
+        config = client.configuration
+        self._config = config
+        self._host = str(config.host).rstrip("/")
+        self._limit = TokenBucket(qps, burst) if qps > 0 else None
+        self._timeout = timeout
+        tls: dict[str, Any] = {}
+        if config.verify_ssl:
+            tls["cert_reqs"] = "CERT_REQUIRED"
+            tls["ca_certs"] = config.ssl_ca_cert
+        else:
+            tls["cert_reqs"] = "CERT_NONE"
+        if config.cert_file:
+            tls["cert_file"] = config.cert_file
+            tls["key_file"] = config.key_file
+        if getattr(config, "tls_server_name", None):
+            tls["server_hostname"] = config.tls_server_name
+        self._pool = urllib3.PoolManager(num_pools=2, maxsize=pool_size, retries=False, **tls)
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: Path | str | None = None, **kwargs: Any) -> Rest:
+        return cls(api_client(kubeconfig), **kwargs)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int | bool] | None = None,
+        body: JSON = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> JSON:
+        resp = self._send(method, path, query, body, content_type, timeout or self._timeout, stream=False)
+        data = resp.data
+        return json.loads(data) if data else None
+
+    def get(self, path: str, **query: str | int | bool) -> JSON:
+        return self.request("GET", path, query=query)
+
+    def create(self, path: str, body: JSON) -> JSON:
+        return self.request("POST", path, body=body)
+
+    def replace(self, path: str, body: JSON) -> JSON:
+        return self.request("PUT", path, body=body)
+
+    def patch(self, path: str, body: JSON, content_type: str = MERGE_PATCH) -> JSON:
+        return self.request("PATCH", path, body=body, content_type=content_type)
+
+    def delete(self, path: str, body: JSON = None) -> JSON:
+        return self.request("DELETE", path, body=body)
+
+    def stream_lines(
+        self,
+        path: str,
+        query: Mapping[str, str | int | bool],
+        *,
+        read_timeout: float,
+        opened: Callable[[urllib3.BaseHTTPResponse], None] | None = None,
+    ) -> Iterator[bytes]:
+        """GET a streaming endpoint (a watch) and yield its newline-separated records.
+
+        `opened` receives the live response so another thread can `shutdown()` it
+        to end a blocked read at once (how an informer stops promptly).
+        """
+        resp = self._send("GET", path, query, None, "application/json", read_timeout, stream=True)
+        if opened is not None:
+            opened(resp)
+        pending = b""
+        try:
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield line
+            if pending.strip():
+                yield pending
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise ApiUnavailable(f"GET {path}: stream broke: {err}") from err
+        finally:
+            resp.release_conn()
+
+    def _headers(self, content_type: str) -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type,
+                   "User-Agent": "nodeqos"}
+        hook = getattr(self._config, "refresh_api_key_hook", None)
+        if hook is not None:  # exec plugins and expiring tokens refresh here
+            hook(self._config)
+        for setting in self._config.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int | bool] | None,
+        body: JSON,
+        content_type: str,
+        timeout: float,
+        *,
+        stream: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        if self._limit is not None:
+            self._limit.take()
+        url = self._host + path
+        if query:
+            url += "?" + urlencode({k: _query_value(v) for k, v in query.items()})
+        payload = None if body is None else json.dumps(body).encode()
+        try:
+            resp = self._pool.request(
+                method,
+                url,
+                body=payload,
+                headers=self._headers(content_type),
+                preload_content=not stream,
+                timeout=urllib3.Timeout(connect=min(timeout, 10.0), read=timeout),
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise ApiUnavailable(f"{method} {path}: {err}") from err
+        if not 200 <= resp.status < 300:
+            data = resp.data if not stream else resp.read()
+            resp.release_conn()
+            raise _api_error(method, path, resp.status, str(resp.reason), data)
+        return resp
+
+
+def _query_value(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _api_error(method: str, path: str, status: int, reason: str, data: bytes) -> ApiError:
+    body: JSON = None
+    message = reason
+    if data:
+        try:
+            body = json.loads(data)
+        except ValueError:
+            message = data[:500].decode(errors="replace")
+        else:
+            if isinstance(body, dict):
+                message = str(body.get("message", message))
+                reason = str(body.get("reason", reason))
+    return ApiError(status, reason, f"{method} {path}: {message}", body)
+
+
+def object_path(
+    group: str, version: str, plural: str, name: str | None = None, *, namespace: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    """The REST path of a resource: core group is ''. Names are URL-quoted."""
+    base = f"/api/{version}" if group == "" else f"/apis/{group}/{version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name is not None:
+        base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+    return base
