@@ -19,7 +19,6 @@ import json
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -42,10 +41,21 @@ class Resource:
     plural: str
     namespaced: bool
 
-    def path(self, name: str | None = None, *, namespace: str | None = None,
-             subresource: str | None = None) -> str:
-        return rest.object_path(self.group, self.version, self.plural, name,
-                                namespace=namespace, subresource=subresource)
+    def path(
+        self,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        return rest.object_path(
+            self.group,
+            self.version,
+            self.plural,
+            name,
+            namespace=namespace,
+            subresource=subresource,
+        )
 
 
 PODS = Resource("", "v1", "pods", True)
@@ -168,8 +178,12 @@ class Informer(Generic[T]):
         """Start (or, after stop(), resume from the last resourceVersion) in a daemon thread."""
         if self._thread is None or not self._thread.is_alive():
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, args=(not self._synced.is_set(),),
-                                            name=f"informer-{self.name}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run,
+                args=(not self._synced.is_set(),),
+                name=f"informer-{self.name}",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -179,7 +193,7 @@ class Informer(Generic[T]):
         if response is not None:
             try:
                 response.shutdown()
-            except Exception:  # noqa: BLE001 - best effort; the thread also checks _stop
+            except Exception:  # best effort; the thread also checks _stop
                 log.debug("%s: shutting the watch stream down failed", self.name, exc_info=True)
         if self._thread is not None:
             self._thread.join(timeout)
@@ -193,7 +207,11 @@ class Informer(Generic[T]):
                 self._watch()
             except rest.ApiError as err:
                 if err.gone:
-                    log.info("%s: resourceVersion %s expired; relisting", self.name, self._resource_version)
+                    log.info(
+                        "%s: resourceVersion %s expired; relisting",
+                        self.name,
+                        self._resource_version,
+                    )
                     need_list = True
                     continue
                 self._failed(err)
@@ -261,7 +279,9 @@ class Informer(Generic[T]):
             obj = event.get("object") or {}
             if kind == "ERROR":
                 code = int(obj.get("code", 0))
-                raise rest.ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")), obj)
+                raise rest.ApiError(
+                    code, str(obj.get("reason", "")), str(obj.get("message", "")), obj
+                )
             version = str(obj.get("metadata", {}).get("resourceVersion", ""))
             if kind == "BOOKMARK":
                 self._resource_version = version

@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -61,24 +60,29 @@ class ApiUnavailable(Exception):
     """The API server could not be reached (connection refused, reset, timeout)."""
 
 
-@dataclass(slots=True)
 class TokenBucket:
     """Client-side rate limit, like client-go's flowcontrol: qps refill, burst capacity."""
 
-    qps: float
-    burst: int
-    clock: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
-
-    def __post_init__(self) -> None:
-        self._tokens = float(self.burst)
-        self._last = self.clock()
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = float(burst)
+        self._last = clock()
         self._lock = threading.Lock()
 
     def wait_time(self) -> float:
         """Take a token; return how long the caller must wait before using it."""
         with self._lock:
-            now = self.clock()
+            now = self._clock()
             self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
             self._last = now
             self._tokens -= 1.0
@@ -87,19 +91,25 @@ class TokenBucket:
     def take(self) -> None:
         delay = self.wait_time()
         if delay > 0:
-            self.sleep(delay)
+            self._sleep(delay)
 
 
 def api_client(kubeconfig: Path | str | None = None) -> kubernetes.client.ApiClient:
     """Credentials from the given kubeconfig, else in-cluster, else ~/.kube/config."""
     config = kubernetes.client.Configuration()
     if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=config)
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), client_configuration=config
+        )
     else:
         try:
-            kubernetes.config.load_incluster_config(client_configuration=config)
+            kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=config
+            )
         except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config(client_configuration=config)
+            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+                client_configuration=config
+            )
     # Retries hide outages behind long stalls; our loops retry with their own backoff.
     config.retries = False
     return kubernetes.client.ApiClient(config)
@@ -155,7 +165,9 @@ class Rest:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> JSON:
-        resp = self._send(method, path, query, body, content_type, timeout or self._timeout, stream=False)
+        resp = self._send(
+            method, path, query, body, content_type, timeout or self._timeout, stream=False
+        )
         data = resp.data
         return json.loads(data) if data else None
 
@@ -206,8 +218,11 @@ class Rest:
             resp.release_conn()
 
     def _headers(self, content_type: str) -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type,
-                   "User-Agent": "nodeqos"}
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": content_type,
+            "User-Agent": "nodeqos",
+        }
         hook = getattr(self._config, "refresh_api_key_hook", None)
         if hook is not None:  # exec plugins and expiring tokens refresh here
             hook(self._config)
@@ -273,7 +288,12 @@ def _api_error(method: str, path: str, status: int, reason: str, data: bytes) ->
 
 
 def object_path(
-    group: str, version: str, plural: str, name: str | None = None, *, namespace: str | None = None,
+    group: str,
+    version: str,
+    plural: str,
+    name: str | None = None,
+    *,
+    namespace: str | None = None,
     subresource: str | None = None,
 ) -> str:
     """The REST path of a resource: core group is ''. Names are URL-quoted."""

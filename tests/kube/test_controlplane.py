@@ -36,18 +36,30 @@ def test_service_account_without_rights_gets_403(control_plane: controlplane.Con
     assert "no-rights" in caught.value.message
 
 
-def test_granted_role_allows_exactly_that(control_plane: controlplane.ControlPlane, kube: rest.Rest) -> None:
+def test_granted_role_allows_exactly_that(
+    control_plane: controlplane.ControlPlane, kube: rest.Rest
+) -> None:
     """A Role bound to the ServiceAccount grants what it says and nothing more."""
     identity = control_plane.service_account("default", "pod-reader")
-    kube.create("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", {
-        "metadata": {"name": "pod-reader"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
-    })
-    kube.create("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", {
-        "metadata": {"name": "pod-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "pod-reader", "namespace": "default"}],
-    })
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+        },
+    )
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        {
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "pod-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "pod-reader", "namespace": "default"}],
+        },
+    )
     client = rest.Rest.from_kubeconfig(identity.kubeconfig, qps=0)
     assert client.get("/api/v1/namespaces/default/pods")["kind"] == "PodList"
     with pytest.raises(rest.ApiError) as caught:
@@ -75,8 +87,9 @@ def test_sigterm_leaves_no_process_behind(control_plane: controlplane.ControlPla
             time.sleep(120)
     """)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                                 env=os.environ.copy())
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+        )
         assert child.stdout is not None
         workdir = child.stdout.readline().strip()
         assert workdir, "the child did not start a control plane"
