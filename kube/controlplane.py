@@ -67,9 +67,15 @@ class Binaries:
     @classmethod
     def in_dir(cls, directory: Path) -> Binaries:
         found = cls(directory / "etcd", directory / "kube-apiserver", directory / "certgen")
-        missing = [str(p) for p in (found.etcd, found.kube_apiserver, found.certgen) if not os.access(p, os.X_OK)]
+        missing = [
+            str(p)
+            for p in (found.etcd, found.kube_apiserver, found.certgen)
+            if not os.access(p, os.X_OK)
+        ]
         if missing:
-            raise ControlPlaneError(f"missing control plane binaries: {', '.join(missing)}. {HOW_TO_BUILD}")
+            raise ControlPlaneError(
+                f"missing control plane binaries: {', '.join(missing)}. {HOW_TO_BUILD}"
+            )
         return found
 
 
@@ -143,7 +149,10 @@ class ControlPlane:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
@@ -205,7 +214,9 @@ class ControlPlane:
                 self._apiserver = None
                 if "address already in use" not in str(err) or attempt == 2:
                     raise
-                log.warning("port %d was taken; retrying kube-apiserver on another port", self.secure_port)
+                log.warning(
+                    "port %d was taken; retrying kube-apiserver on another port", self.secure_port
+                )
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver only (etcd keeps the data): an API outage for tests."""
@@ -234,13 +245,20 @@ class ControlPlane:
     def service_account(self, namespace: str, name: str, *, create: bool = True) -> Identity:
         """A token for ServiceAccount namespace/name from the TokenRequest API."""
         if create:
-            self.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
-                         {"metadata": {"name": name}}, ok_conflict=True)
+            self.request(
+                "POST",
+                f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                {"metadata": {"name": name}},
+                ok_conflict=True,
+            )
         issued = self.request(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-             "spec": {"expirationSeconds": 3600}},
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 3600},
+            },
         )
         token = str(issued["status"]["token"])
         path = self.workdir / f"sa-{namespace}-{name}.kubeconfig"
@@ -249,8 +267,15 @@ class ControlPlane:
 
     # -- a minimal admin REST helper (setup only; product code uses kube.rest) --
 
-    def request(self, method: str, path: str, body: Any = None, *, ok_conflict: bool = False,
-                token: str | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        ok_conflict: bool = False,
+        token: str | None = None,
+    ) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {token or self._admin_token}")
@@ -261,7 +286,9 @@ class ControlPlane:
         except urllib.error.HTTPError as err:
             if ok_conflict and err.code == 409:
                 return None
-            raise ControlPlaneError(f"{method} {path}: HTTP {err.code}: {err.read()[:500]!r}") from err
+            raise ControlPlaneError(
+                f"{method} {path}: HTTP {err.code}: {err.read()[:500]!r}"
+            ) from err
 
     def install_crds(self, directory: Path, *, timeout: float = 30.0) -> list[str]:
         """Create every CRD in directory (*.yaml) and wait until each is Established."""
@@ -272,23 +299,35 @@ class ControlPlane:
             for doc in yaml.safe_load_all(path.read_text()):
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
-                self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc,
-                             ok_conflict=True)
+                self.request(
+                    "POST",
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    doc,
+                    ok_conflict=True,
+                )
                 names.append(str(doc["metadata"]["name"]))
         deadline = time.monotonic() + timeout
         for name in names:
             while True:
-                crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                crd = self.request(
+                    "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+                )
+                conditions = {
+                    c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])
+                }
                 if conditions.get("Established") == "True":
                     break
                 if time.monotonic() > deadline:
-                    raise ControlPlaneError(f"CRD {name} not Established after {timeout}s: {conditions}")
+                    raise ControlPlaneError(
+                        f"CRD {name} not Established after {timeout}s: {conditions}"
+                    )
                 time.sleep(0.1)
         # Discovery for new groups lags a moment behind Established.
         for name in names:
             plural, group = name.split(".", 1)
-            crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            crd = self.request(
+                "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+            )
             version = crd["spec"]["versions"][0]["name"]
             while True:
                 try:
@@ -307,28 +346,36 @@ class ControlPlane:
 
     def _write_key_material(self) -> None:
         pki = self.workdir / "pki"
-        done = subprocess.run([str(self.binaries.certgen), str(pki)], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run(
+            [str(self.binaries.certgen), str(pki)], capture_output=True, text=True, check=False
+        )
         if done.returncode != 0:
             raise ControlPlaneError(f"certgen failed: {done.stderr.strip()}. {HOW_TO_BUILD}")
-        (pki / "tokens.csv").write_text(f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"\n')
+        (pki / "tokens.csv").write_text(
+            f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"\n'
+        )
 
     def _start_etcd(self) -> None:
         for attempt in range(3):
             self.etcd_port = free_port()
             peer_port = free_port()
-            self._etcd = self._spawn("etcd", [
-                f"--data-dir={self.workdir / 'etcd'}",
-                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
-                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
-                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
-                "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
-                "--log-level=warn",
-            ])
+            self._etcd = self._spawn(
+                "etcd",
+                [
+                    f"--data-dir={self.workdir / 'etcd'}",
+                    f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                    f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                    f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                    f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                    "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
+                    "--log-level=warn",
+                ],
+            )
             try:
-                self._wait_http(self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None)
+                self._wait_http(
+                    self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None
+                )
                 return
             except ControlPlaneError as err:
                 self._terminate(self._etcd)
@@ -363,20 +410,29 @@ class ControlPlane:
         handle = log_path.open("ab")
         self._logs.append(handle)
         try:
-            return subprocess.Popen([str(binary), *args], stdout=handle, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            return subprocess.Popen(
+                [str(binary), *args],
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
         except OSError as err:
             raise ControlPlaneError(f"cannot start {binary}: {err}. {HOW_TO_BUILD}") from err
 
     def _wait_ready(self, proc: subprocess.Popen[bytes], name: str) -> None:
         self._wait_http(proc, name, f"{self.url}/readyz", self._admin_token)
 
-    def _wait_http(self, proc: subprocess.Popen[bytes], name: str, url: str, token: str | None) -> None:
+    def _wait_http(
+        self, proc: subprocess.Popen[bytes], name: str, url: str, token: str | None
+    ) -> None:
         deadline = time.monotonic() + self._start_timeout
         context = self._ssl() if url.startswith("https") else None
         while True:
             if proc.poll() is not None:
-                raise ControlPlaneError(f"{name} exited with status {proc.returncode}: {self._log_tail(name)}")
+                raise ControlPlaneError(
+                    f"{name} exited with status {proc.returncode}: {self._log_tail(name)}"
+                )
             req = urllib.request.Request(url)
             if token:
                 req.add_header("Authorization", f"Bearer {token}")
@@ -387,7 +443,9 @@ class ControlPlane:
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise ControlPlaneError(f"{name} not ready after {self._start_timeout}s: {self._log_tail(name)}")
+                raise ControlPlaneError(
+                    f"{name} not ready after {self._start_timeout}s: {self._log_tail(name)}"
+                )
             time.sleep(0.2)
 
     def _log_tail(self, name: str, lines: int = 15) -> str:
@@ -415,8 +473,12 @@ class ControlPlane:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "local", "cluster": {"server": self.url,
-                                                       "certificate-authority": str(self.ca_file)}}],
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)},
+                }
+            ],
             "users": [{"name": user, "user": {"token": token}}],
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
             "current-context": "local",
