@@ -1,0 +1,218 @@
+"""The parts of a cluster that the local control plane does not run, played by hand.
+
+Only etcd and kube-apiserver run locally: no scheduler, controller-manager or
+kubelet. Tests and the demo use these helpers to do, explicitly and
+deterministically, what those components would:
+
+- register a Node with allocatable and a Ready condition (kubelet);
+- bind a pod and report it Running and Ready (scheduler + kubelet); the Eviction
+  API only consults PodDisruptionBudgets for running pods;
+- compute a PodDisruptionBudget's status (the disruption controller); the
+  Eviction API answers 429 until `observedGeneration` catches up;
+- finish graceful deletions (kubelet), else evicted pods stay Terminating.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from kube import rest
+
+PODS = "/api/v1/namespaces/{ns}/pods"
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def register_node(
+    client: rest.Rest,
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: str = "110",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+    ready: bool = True,
+) -> dict[str, Any]:
+    """Create (or update) a Node and report its status like a kubelet would."""
+    resources = {"cpu": cpu, "memory": memory, "pods": pods}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            "annotations": dict(annotations or {}),
+        },
+        "spec": {"taints": taints or [], "unschedulable": unschedulable},
+    }
+    path = rest.object_path("", "v1", "nodes", name)
+    try:
+        client.create(rest.object_path("", "v1", "nodes"), body)
+    except rest.ApiError as err:
+        if not err.conflict:
+            raise
+        client.patch(path, {"metadata": body["metadata"], "spec": body["spec"]})
+    status = {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "KubeletNotReady",
+                "lastHeartbeatTime": now_rfc3339(),
+                "lastTransitionTime": now_rfc3339(),
+            }
+        ],
+    }
+    return dict(client.patch(path + "/status", {"status": status}))
+
+
+def mark_running(
+    client: rest.Rest, pod: Mapping[str, Any], *, ready: bool = True
+) -> dict[str, Any]:
+    """Report a bound pod Running (and Ready), with container IDs, like its kubelet."""
+    meta = pod["metadata"]
+    containers = pod["spec"]["containers"]
+    uid = str(meta.get("uid", ""))
+    status = {
+        "phase": "Running",
+        "startTime": now_rfc3339(),
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True" if ready else "False"},
+            {"type": "ContainersReady", "status": "True" if ready else "False"},
+        ],
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "ready": ready,
+                "restartCount": 0,
+                "image": c.get("image", "busybox"),
+                "imageID": "",
+                "containerID": f"containerd://{uid.replace('-', '')[:24]}{i:040d}"[:77],
+                "started": True,
+                "state": {"running": {"startedAt": now_rfc3339()}},
+            }
+            for i, c in enumerate(containers)
+        ],
+    }
+    path = rest.object_path(
+        "", "v1", "pods", meta["name"], namespace=meta["namespace"], subresource="status"
+    )
+    return dict(client.patch(path, {"status": status}))
+
+
+def bind(client: rest.Rest, namespace: str, name: str, node: str) -> None:
+    """Bind an unscheduled pod to a node through the binding subresource (the scheduler's way)."""
+    client.create(
+        rest.object_path("", "v1", "pods", name, namespace=namespace, subresource="binding"),
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        },
+    )
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return False
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and labels.get(key) in values)
+            or (op == "Exists" and key not in labels)
+            or (op == "DoesNotExist" and key in labels)
+        ):
+            return False
+    return True
+
+
+def _resolve(value: int | str, total: int, *, round_up: bool) -> int:
+    if isinstance(value, int):
+        return value
+    fraction = int(value.rstrip("%")) * total / 100
+    return math.ceil(fraction) if round_up else math.floor(fraction)
+
+
+def sync_pdb_status(client: rest.Rest, namespace: str, name: str) -> dict[str, Any]:
+    """Compute a PDB's status from its pods, as the disruption controller does."""
+    path = rest.object_path("policy", "v1", "poddisruptionbudgets", name, namespace=namespace)
+    pdb = client.get(path)
+    spec = pdb["spec"]
+    pods = client.get(PODS.format(ns=namespace))["items"]
+    matching = [
+        p
+        for p in pods
+        if _selector_matches(spec.get("selector") or {}, p["metadata"].get("labels") or {})
+    ]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if _pod_ready(p))
+    if "minAvailable" in spec:
+        desired = _resolve(spec["minAvailable"], expected, round_up=True)
+    else:
+        desired = expected - _resolve(spec.get("maxUnavailable", 0), expected, round_up=True)
+    status = {
+        "observedGeneration": pdb["metadata"]["generation"],
+        "expectedPods": expected,
+        "currentHealthy": healthy,
+        "desiredHealthy": max(0, desired),
+        "disruptionsAllowed": max(0, healthy - desired),
+        "disruptedPods": {},
+        "conditions": [
+            {
+                "type": "DisruptionAllowed",
+                "status": "True" if healthy > desired else "False",
+                "reason": "SufficientPods" if healthy > desired else "InsufficientPods",
+                "message": "",
+                "observedGeneration": pdb["metadata"]["generation"],
+                "lastTransitionTime": now_rfc3339(),
+            }
+        ],
+    }
+    pdb["status"] = status
+    return dict(client.replace(path + "/status", pdb))
+
+
+def finish_terminating(client: rest.Rest, namespace: str | None = None) -> list[str]:
+    """Delete with grace 0 every pod that has a deletionTimestamp (the kubelet's last step)."""
+    path = PODS.format(ns=namespace) if namespace else "/api/v1/pods"
+    finished = []
+    for pod in client.get(path)["items"]:
+        meta = pod["metadata"]
+        if not meta.get("deletionTimestamp"):
+            continue
+        try:
+            client.delete(
+                rest.object_path("", "v1", "pods", meta["name"], namespace=meta["namespace"]),
+                {
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "gracePeriodSeconds": 0,
+                    "preconditions": {"uid": meta["uid"]},
+                },
+            )
+        except rest.ApiError as err:
+            if not (err.not_found or err.conflict):
+                raise
+        finished.append(f"{meta['namespace']}/{meta['name']}")
+    return finished
