@@ -35,13 +35,17 @@ def test_sees_adds_updates_and_deletes(kube: rest.Rest, namespace: str) -> None:
     """Objects created before and after start, updated and deleted, are all reflected, with indexes."""
     path = CONFIGMAPS.path(namespace=namespace)
     kube.create(path, configmap("before", app="a"))
-    informer = cache.Informer(kube, CONFIGMAPS, namespace=namespace, indexers={"app": by_app}).start()
+    informer = cache.Informer(
+        kube, CONFIGMAPS, namespace=namespace, indexers={"app": by_app}
+    ).start()
     try:
         assert informer.wait_synced(10)
         assert informer.keys() == [f"{namespace}/before"]
         kube.create(path, configmap("after", app="b"))
         eventually(lambda: informer.get(f"{namespace}/after") is not None, what="add")
-        kube.patch(CONFIGMAPS.path("after", namespace=namespace), {"metadata": {"labels": {"app": "a"}}})
+        kube.patch(
+            CONFIGMAPS.path("after", namespace=namespace), {"metadata": {"labels": {"app": "a"}}}
+        )
         eventually(lambda: len(informer.by_index("app", "a")) == 2, what="update reindexed")
         assert informer.by_index("app", "b") == []
         kube.delete(CONFIGMAPS.path("before", namespace=namespace))
@@ -56,8 +60,9 @@ def test_paginated_list_and_projection(kube: rest.Rest, namespace: str) -> None:
     path = CONFIGMAPS.path(namespace=namespace)
     for i in range(25):
         kube.create(path, configmap(f"cm-{i:02d}", value=str(i)))
-    informer = cache.Informer(kube, CONFIGMAPS, namespace=namespace, page_size=7,
-                              project=lambda obj: obj["data"]["value"]).start()
+    informer = cache.Informer(
+        kube, CONFIGMAPS, namespace=namespace, page_size=7, project=lambda obj: obj["data"]["value"]
+    ).start()
     try:
         assert informer.wait_synced(10)
         assert sorted(informer.items(), key=int) == [str(i) for i in range(25)]
@@ -86,8 +91,11 @@ def test_survives_api_server_restart(private_control_plane: controlplane.Control
         time.sleep(1.0)
         private_control_plane.start_apiserver()
         kube.create(path, configmap("after-restart"))
-        eventually(lambda: informer.get("default/after-restart") is not None, timeout=45,
-                   what="an object created after the restart")
+        eventually(
+            lambda: informer.get("default/after-restart") is not None,
+            timeout=45,
+            what="an object created after the restart",
+        )
     finally:
         informer.stop()
 
@@ -111,7 +119,9 @@ def test_relists_on_410_gone(private_control_plane: controlplane.ControlPlane) -
         private_control_plane.start_apiserver()
         informer.start()
         eventually(lambda: informer.lists == 2, timeout=30, what="a relist")
-        eventually(lambda: sorted(informer.keys()) == [f"default/new-{i}" for i in range(3)],
-                   what="convergence after relist")
+        eventually(
+            lambda: sorted(informer.keys()) == [f"default/new-{i}" for i in range(3)],
+            what="convergence after relist",
+        )
     finally:
         informer.stop()
