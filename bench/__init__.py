@@ -1,0 +1,54 @@
+"""nodeqos benchmarks, with published numbers in bench/results/.
+
+Each module `bench/<name>.py` has a `main() -> int` that runs its
+measurements, writes `bench/results/<name>.json` through `write_results`, and
+returns 0 when every target is met. `python -m bench` runs them all,
+`python -m bench <name> ...` the ones named (`make bench`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the numbers come from: enough to compare two runs fairly."""
+    freq = psutil.cpu_freq()
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "sqlite": sqlite3.sqlite_version,
+        "cpus_logical": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_max_mhz": round(freq.max) if freq and freq.max else None,
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def write_results(name: str, results: dict[str, Any]) -> Path:
+    """Write `results` (plus machine info and a timestamp) to bench/results/<name>.json."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {
+        "benchmark": name,
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine_info(),
+        **results,
+    }
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path
