@@ -313,7 +313,8 @@ class ControlPlane:
                     "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
                 )
                 conditions = {
-                    c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])
+                    c["type"]: c["status"]
+                    for c in (crd.get("status") or {}).get("conditions") or []
                 }
                 if conditions.get("Established") == "True":
                     break
