@@ -1,0 +1,56 @@
+"""The descheduler's configuration API.
+
+Loads a `descheduler/v1alpha2` DeschedulerConfiguration (Koordinator's
+koord-descheduler) or DeschedulerPolicy (kubernetes-sigs/descheduler) YAML file
+unchanged into one typed, fully defaulted `DeschedulerConfiguration`, and writes
+it back (`dump_config`). Called by the CLI and the framework; plugins build their
+Args from `fields`, `codecs`, `common` and `selectors`.
+
+    config = load_config(pathlib.Path("descheduler.yaml"))   # raises ConfigError
+    config.profiles[0].args("LowNodeLoad")
+"""
+
+from descheduler.config.catalog import ExtensionPoint, PluginSpec
+from descheduler.config.common import IncludeExclude, IntOrPercent, Namespaces, PriorityThreshold
+from descheduler.config.errors import ConfigError, FieldError, FieldPath
+from descheduler.config.fields import API_VERSION, PluginArgs
+from descheduler.config.loader import (
+    decode_configuration,
+    default_configuration,
+    dump_config,
+    load_config,
+)
+from descheduler.config.model import (
+    ClientConnection,
+    ConfigKind,
+    DeschedulerConfiguration,
+    LeaderElection,
+    MetricsProvider,
+    MetricsSource,
+    Profile,
+)
+
+__all__ = [
+    "API_VERSION",
+    "ClientConnection",
+    "ConfigError",
+    "ConfigKind",
+    "DeschedulerConfiguration",
+    "ExtensionPoint",
+    "FieldError",
+    "FieldPath",
+    "IncludeExclude",
+    "IntOrPercent",
+    "LeaderElection",
+    "MetricsProvider",
+    "MetricsSource",
+    "Namespaces",
+    "PluginArgs",
+    "PluginSpec",
+    "PriorityThreshold",
+    "Profile",
+    "decode_configuration",
+    "default_configuration",
+    "dump_config",
+    "load_config",
+]

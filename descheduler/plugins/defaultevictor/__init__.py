@@ -1,0 +1,17 @@
+"""DefaultEvictor: decides which pods may be evicted (upstream: filter and
+preEvictionFilter; Koordinator's adaptor also serves evict).
+
+Declares the plugin's name, Args and extension points for the config loader;
+the plugin class arrives with the framework.
+"""
+
+from descheduler.config.catalog import ExtensionPoint
+from descheduler.plugins.defaultevictor.args import DefaultEvictorArgs
+
+NAME = "DefaultEvictor"
+Args = DefaultEvictorArgs
+EXTENSION_POINTS = frozenset(
+    {ExtensionPoint.FILTER, ExtensionPoint.PRE_EVICTION_FILTER, ExtensionPoint.EVICT}
+)
+
+__all__ = ["EXTENSION_POINTS", "NAME", "Args", "DefaultEvictorArgs"]
