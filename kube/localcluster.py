@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kube import rest
+from kube import rest, selectors
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 
@@ -131,22 +131,6 @@ def _pod_ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if (
-            (op == "In" and labels.get(key) not in values)
-            or (op == "NotIn" and labels.get(key) in values)
-            or (op == "Exists" and key not in labels)
-            or (op == "DoesNotExist" and key in labels)
-        ):
-            return False
-    return True
-
-
 def _resolve(value: int | str, total: int, *, round_up: bool) -> int:
     if isinstance(value, int):
         return value
@@ -160,11 +144,8 @@ def sync_pdb_status(client: rest.Rest, namespace: str, name: str) -> dict[str, A
     pdb = client.get(path)
     spec = pdb["spec"]
     pods = client.get(PODS.format(ns=namespace))["items"]
-    matching = [
-        p
-        for p in pods
-        if _selector_matches(spec.get("selector") or {}, p["metadata"].get("labels") or {})
-    ]
+    selector = selectors.LabelSelector.from_api(spec.get("selector"))
+    matching = [p for p in pods if selector.matches(p["metadata"].get("labels") or {})]
     expected = len(matching)
     healthy = sum(1 for p in matching if _pod_ready(p))
     if "minAvailable" in spec:
