@@ -1,0 +1,239 @@
+"""Where an evicted pod could go, and the cycle's projected usage (the `Ledger`).
+
+`plan` asks `find_destination` for each candidate and, once the evictor has
+accepted the eviction (or, in a dry run, would have), calls `Ledger.commit`:
+only then do the source's and destination's projected usage and requests
+change. Asking never reserves anything (Koordinator's
+`podFitsAnyNodeWithThreshold` adds the pod's usage to the first fitting node
+while checking, even when the eviction is then refused).
+
+With nodeFit on, a destination fits when
+
+- the scheduler's predicates pass (`kube.scheduling.pod_fits_node`:
+  unschedulable, Ready, taints, nodeSelector and required node affinity,
+  requests against allocatable given the destination's projected requests),
+  and
+- its projected usage plus the pod's usage stays at or below its high marks
+  (for a prod source, its prod high marks and its node high marks).
+
+The destination chosen is the least loaded that fits, by projected weighted
+usage% (`usage.weighted_percent`), ties by name. When none fits the reason is
+`would_overload_destination` if some destination passed the predicates, else
+`no_fit`. A pod the NodeMetric does not report has unknown usage, so with
+nodeFit on it never fits (Koordinator: not removable). With nodeFit off
+nothing is checked and the least loaded destination is the projection.
+
+`stop_reason` is the per-source stop condition (Koordinator's
+`continueEvictionCond`): stop once the source is at or below its high marks
+on every resource, or when the destinations' total headroom (Σ max(0,
+high - projected usage)) is used up for any resource the source is still over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from descheduler.plugins.lownodeload import classify, usage
+from descheduler.plugins.lownodeload.classify import Marks, Track
+from kube import objects, quantity, scheduling
+from kube.quantity import Resources
+
+__all__ = [
+    "NO_DESTINATION",
+    "NO_FIT",
+    "STOP_NO_HEADROOM",
+    "STOP_RELIEVED",
+    "WOULD_OVERLOAD",
+    "Fit",
+    "Ledger",
+    "find_destination",
+    "headroom",
+    "stop_reason",
+]
+
+NO_DESTINATION = "no_destination"
+NO_FIT = "no_fit"
+WOULD_OVERLOAD = "would_overload_destination"
+STOP_RELIEVED = "relieved"
+STOP_NO_HEADROOM = "no_headroom"
+_DETAIL_NODES = 3  # destinations named in a refusal's detail
+_FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+def _add(target: dict[str, int], amounts: Mapping[str, int], sign: int) -> None:
+    for name, amount in amounts.items():
+        target[name] = target.get(name, 0) + sign * amount
+
+
+class Ledger:
+    """Projected usage, prod usage and requests per node, for one cycle."""
+
+    def __init__(
+        self,
+        loads: Mapping[objects.NodeName, usage.NodeLoad],
+        pods_by_node: Mapping[objects.NodeName, Sequence[objects.Pod]],
+    ) -> None:
+        self._loads = dict(loads)
+        self._usage = {name: dict(load.usage) for name, load in loads.items()}
+        self._prod = {name: dict(load.prod_usage) for name, load in loads.items()}
+        self._requested = {
+            name: dict(
+                scheduling.requested_on(
+                    [p for p in pods_by_node.get(name, ()) if p.phase not in _FINISHED]
+                )
+            )
+            for name in loads
+        }
+        self._moved: dict[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]] = {}
+
+    def usage(self, node: objects.NodeName) -> Resources:
+        """Projected usage of the whole node."""
+        return Resources(self._usage[node])
+
+    def prod_usage(self, node: objects.NodeName) -> Resources:
+        """Projected usage of the node's prod pods."""
+        return Resources(self._prod[node])
+
+    def used(self, node: objects.NodeName, track: Track) -> Resources:
+        """Projected usage on the track: the node's, or its prod pods'."""
+        return self.usage(node) if track is Track.NODE else self.prod_usage(node)
+
+    def requested(self, node: objects.NodeName) -> Resources:
+        """Projected requests of the node's pods, with a ``pods`` count."""
+        return Resources(self._requested[node])
+
+    @property
+    def moves(self) -> Mapping[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]]:
+        """Committed pods: uid → (source, destination)."""
+        return dict(self._moved)
+
+    def commit(
+        self,
+        pod: objects.Pod,
+        source: objects.NodeName,
+        destination: objects.NodeName | None,
+    ) -> None:
+        """Move the pod's usage and requests from `source` to `destination` (if any).
+
+        Raises `ValueError` when the pod was committed already.
+        """
+        if pod.uid in self._moved:
+            raise ValueError(f"pod {pod.key} was already moved off {self._moved[pod.uid][0]}")
+        used = self._loads[source].usage_of(pod)
+        prod = usage.is_prod(pod)
+        one_pod = {quantity.PODS: 1}
+        for node, sign in ((source, -1), (destination, 1)):
+            if node is None or node not in self._usage:
+                continue
+            _add(self._usage[node], used, sign)
+            if prod:
+                _add(self._prod[node], used, sign)
+            _add(self._requested[node], pod.requests, sign)
+            _add(self._requested[node], one_pod, sign)
+        self._moved[pod.uid] = (source, destination)
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A destination for the pod, or the reason code and detail why there is none."""
+
+    destination: objects.NodeName | None
+    reason: str | None = None
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return self.reason is None
+
+
+def _overloads(
+    used: Mapping[str, int], extra: Mapping[str, int], high: Mapping[str, int]
+) -> list[str]:
+    """Resources whose mark `used + extra` would exceed, sorted."""
+    return sorted(
+        name for name, mark in high.items() if used.get(name, 0) + extra.get(name, 0) > mark
+    )
+
+
+def _summary(refusals: list[str]) -> str:
+    shown = "; ".join(refusals[:_DETAIL_NODES])
+    more = len(refusals) - _DETAIL_NODES
+    return f"{shown}; and {more} more" if more > 0 else shown
+
+
+def find_destination(
+    pod: objects.Pod,
+    source: usage.NodeLoad,
+    destinations: Iterable[usage.NodeLoad],
+    ledger: Ledger,
+    marks: Mapping[objects.NodeName, Marks],
+    weights: Mapping[str, int],
+    *,
+    track: Track,
+    node_fit: bool,
+) -> Fit:
+    """The least loaded destination that fits the pod, or why none does."""
+    projected = {d.name: ledger.usage(d.name) for d in destinations}
+    ordered = classify.by_heat(destinations, weights, used=projected, hottest_first=False)
+    if not ordered:
+        return Fit(None, NO_DESTINATION, "no underutilized nodes")
+    if not node_fit:
+        return Fit(ordered[0].name)
+    if not source.has_usage(pod):
+        return Fit(None, NO_FIT, f"the NodeMetric of {source.name} does not report the pod")
+    pod_usage = source.usage_of(pod)
+    unschedulable: list[str] = []
+    overloaded: list[str] = []
+    for dest in ordered:
+        fitted = scheduling.pod_fits_node(pod, dest.node, ledger.requested(dest.name))
+        if not fitted:
+            unschedulable.append(f"{dest.name}: {', '.join(fitted.reasons)}")
+            continue
+        dest_marks = marks[dest.name]
+        over = _overloads(projected[dest.name], pod_usage, dest_marks.high)
+        if track is Track.PROD:
+            prod_over = _overloads(ledger.prod_usage(dest.name), pod_usage, dest_marks.prod_high)
+            over += [f"prod {name}" for name in prod_over]
+        if over:
+            overloaded.append(f"{dest.name}: would exceed its high mark on {', '.join(over)}")
+            continue
+        return Fit(dest.name)
+    if overloaded:
+        return Fit(None, WOULD_OVERLOAD, _summary(overloaded + unschedulable))
+    return Fit(None, NO_FIT, _summary(unschedulable))
+
+
+def headroom(
+    destinations: Iterable[usage.NodeLoad],
+    ledger: Ledger,
+    marks: Mapping[objects.NodeName, Marks],
+    track: Track,
+    resources: Iterable[str],
+) -> dict[str, int]:
+    """Σ max(0, high mark - projected usage) over the destinations, per resource."""
+    names = list(resources)
+    room = dict.fromkeys(names, 0)
+    for dest in destinations:
+        used = ledger.used(dest.name, track)
+        high = marks[dest.name].high_for(track)
+        for name in names:
+            if name in high:
+                room[name] += max(0, high[name] - used.get(name, 0))
+    return room
+
+
+def stop_reason(
+    source: usage.NodeLoad,
+    destinations: Sequence[usage.NodeLoad],
+    ledger: Ledger,
+    marks: Mapping[objects.NodeName, Marks],
+    track: Track,
+) -> str | None:
+    """Why to stop evicting from the source now (`STOP_*`), or None to go on."""
+    over = classify.excess(ledger.used(source.name, track), marks[source.name].high_for(track))
+    if not over:
+        return STOP_RELIEVED
+    room = headroom(destinations, ledger, marks, track, over)
+    if any(amount <= 0 for amount in room.values()):
+        return STOP_NO_HEADROOM
+    return None

@@ -1,0 +1,140 @@
+"""The order in which LowNodeLoad tries a source's pods: a total order by key tuple.
+
+`plan` ranks a source's candidates with `rank` before each attempt, against
+the source's current excess (its usage above the high marks), so after each
+eviction the next pick fits what is left. Koordinator ranks once per source
+(`sortPodsOnOneOverloadedNode`, `pkg/descheduler/utils/sorter/pod.go`); its
+comparators, in order, are kept:
+
+1. Koordinator priority class (`usage.priority_class`, defaulted from QoS):
+   free, batch, mid, prod, then pods with none.
+2. `spec.priority`, lower first (absent reads 0).
+3. Kubernetes QoS: BestEffort, Burstable, Guaranteed.
+4. Koordinator QoS: BE, LS, LSR, then LSE and SYSTEM (equal), then none.
+5. `controller.kubernetes.io/pod-deletion-cost`, lower first.
+6. `scheduling.koordinator.sh/eviction-cost`, lower first.
+   Both costs are int32 text; a missing or malformed value reads 0.
+7. Fit to the excess, best first (`fit_score`).
+8. Creation time, newest first (a pod without one goes last).
+9. namespace, name, uid: ties end here, so the order is total and the same
+   every run (Go's `sort.Sort` leaves them unspecified).
+
+`fit_score` is Koordinator's `mostRequestedScorePod` averaged over the
+resources the source is over, weighted by `resourceWeights`: per resource,
+with r = pod usage / excess, the score is r when r < 1 and 1 + 1/r when
+r >= 1. Higher ranks first, so with one resource: the smallest pod that covers
+the excess first (r = 1 scores 2), then larger covering pods in ascending
+usage, then pods that do not cover it in descending usage (biggest relief
+first), and pods using nothing last. With several resources over, the weighted
+mean of those per-resource scores decides. Scores are exact fractions, so equal
+inputs tie exactly and fall through to the next key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from fractions import Fraction
+from typing import Final
+
+from descheduler.plugins.lownodeload import usage
+from kube import objects
+from kube.classify import KoordQOS, KubeQOS, PriorityClass
+
+__all__ = [
+    "ANNOTATION_EVICTION_COST",
+    "ANNOTATION_POD_DELETION_COST",
+    "EvictionKey",
+    "cost",
+    "eviction_key",
+    "fit_score",
+    "rank",
+]
+
+ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST: Final = "scheduling.koordinator.sh/eviction-cost"
+
+_CLASS_RANK: Final = {
+    PriorityClass.FREE: 1,
+    PriorityClass.BATCH: 2,
+    PriorityClass.MID: 3,
+    PriorityClass.PROD: 4,
+    PriorityClass.NONE: 5,
+}
+_KUBE_QOS_RANK: Final = {KubeQOS.BEST_EFFORT: 1, KubeQOS.BURSTABLE: 2, KubeQOS.GUARANTEED: 3}
+_KOORD_QOS_RANK: Final = {
+    KoordQOS.BE: 1,
+    KoordQOS.LS: 2,
+    KoordQOS.LSR: 3,
+    KoordQOS.LSE: 4,
+    KoordQOS.SYSTEM: 4,
+    KoordQOS.NONE: 5,
+}
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+EvictionKey = tuple[int, int, int, int, int, int, Fraction, float, str, str, str]
+
+
+def cost(pod: objects.Pod, annotation: str) -> int:
+    """An int32 cost annotation, 0 when absent or malformed.
+
+    Like Kubernetes' `GetDeletionCostFromPodAnnotations` and Koordinator's
+    `GetEvictionCost`: no leading "+", no leading zeros ("0" itself is fine).
+    """
+    text = pod.annotations.get(annotation)
+    if not text:
+        return 0
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isdecimal() or not digits.isascii() or (digits[0] == "0" and digits != "0"):
+        return 0
+    value = int(text)
+    return value if _INT32_MIN <= value <= _INT32_MAX else 0
+
+
+def fit_score(
+    used: Mapping[str, int], excess: Mapping[str, int], weights: Mapping[str, int]
+) -> Fraction:
+    """How well a pod's usage fits the excess (higher is better); see the module docstring."""
+    score = Fraction(0)
+    total_weight = 0
+    for name, over in excess.items():
+        weight = weights.get(name, 0)
+        if weight <= 0 or over <= 0:
+            continue
+        total_weight += weight
+        ratio = Fraction(used.get(name, 0), over)
+        score += weight * (ratio if ratio < 1 else 1 + 1 / ratio)
+    return score / total_weight if total_weight else Fraction(0)
+
+
+def eviction_key(
+    pod: objects.Pod,
+    used: Mapping[str, int],
+    excess: Mapping[str, int],
+    weights: Mapping[str, int],
+) -> EvictionKey:
+    """The pod's sort key: smaller keys are tried first."""
+    created = pod.creation_timestamp
+    return (
+        _CLASS_RANK[usage.priority_class(pod)],
+        pod.priority or 0,
+        _KUBE_QOS_RANK[pod.kube_qos],
+        _KOORD_QOS_RANK[pod.koord_qos],
+        cost(pod, ANNOTATION_POD_DELETION_COST),
+        cost(pod, ANNOTATION_EVICTION_COST),
+        -fit_score(used, excess, weights),
+        math.inf if created is None else -created.timestamp(),
+        pod.namespace,
+        pod.name,
+        pod.uid,
+    )
+
+
+def rank(
+    pods: Iterable[objects.Pod],
+    usage_of: Callable[[objects.Pod], Mapping[str, int]],
+    excess: Mapping[str, int],
+    weights: Mapping[str, int],
+) -> list[objects.Pod]:
+    """The pods in eviction order for this excess."""
+    return sorted(pods, key=lambda pod: eviction_key(pod, usage_of(pod), excess, weights))

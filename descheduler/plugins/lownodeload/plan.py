@@ -1,0 +1,312 @@
+"""One LowNodeLoad cycle as a pure function: which pods to move, and why not the others.
+
+The plugin's Balance calls `plan` once per cycle with the snapshot's nodes and
+pods, the NodeMetrics, its Args, the time, and the state it keeps across
+cycles (`anomaly.AnomalyDetector`, `cooldown.CoolDown`). Two callbacks connect
+it to the framework:
+
+- `evictable(pod)` is the evictor's filter: None when the pod may be evicted,
+  else a refusal (`outcome.Answer`: a reason code such as "filtered", or an
+  object with `.reason` whose `str()` is the detail, like the framework's
+  `Refusal`);
+- `try_evict(decision)` is asked for each proposed eviction, in order. It
+  answers None when the eviction went ahead (or would have, in a dry run), or
+  a refusal (e.g. "limit_reached"). Only an accepted eviction changes the
+  ledger and starts the workload's cool-down, so later decisions in the cycle
+  see earlier ones and a refusal costs nothing.
+
+Per pool (`classify`): nodes with unknown load are reported `metrics_expired`;
+hot nodes not yet confirmed by the detector are reported `not_source`. If
+there are sources but no destination, or no more destinations than
+`numberOfNodes` (distinct nodes receiving on either track; Koordinator also
+counts nodes between the marks when no prod marks are set), the pool does
+nothing and reports `no_destination`. Otherwise node
+sources are drained hottest first, then prod sources (by prod usage), each
+until `fit.stop_reason` says stop. Candidates are the source's pods that have
+not finished (for a prod source, its prod pods), tried in `order.rank` order,
+re-ranked after each eviction. Each candidate tried gets a `Decision`: evicted
+(reason None), or `filtered` (evictableNamespaces, podSelectors or the
+evictor's filter), `cool_down`, `no_fit`, `would_overload_destination`, or the
+evictor's refusal. Candidates left when a source stops get no decision.
+
+The plugin handles `paused` and `dryRun`; in a dry run it should pass
+`cool_down.fork()`. It may `detector.reset` the sources in `Plan.relieved`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from descheduler.plugins.lownodeload import classify, fit, order, usage
+from descheduler.plugins.lownodeload.anomaly import AnomalyDetector
+from descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool
+from descheduler.plugins.lownodeload.classify import Marks, Track
+from descheduler.plugins.lownodeload.cooldown import CoolDown
+from descheduler.plugins.lownodeload.outcome import (
+    Answer,
+    Decision,
+    NodeReport,
+    Plan,
+    PoolReport,
+    Role,
+    reason_and_detail,
+)
+from kube import objects, slo
+
+__all__ = ["COOL_DOWN", "FILTERED", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
+
+METRICS_EXPIRED = "metrics_expired"
+NOT_SOURCE = "not_source"
+COOL_DOWN = "cool_down"
+FILTERED = "filtered"
+_FINISHED = frozenset({"Succeeded", "Failed"})
+
+Loads = Sequence[usage.NodeLoad]
+AllMarks = Mapping[objects.NodeName, Marks]
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """The state of one `plan` call: the collaborators and what was decided so far."""
+
+    args: LowNodeLoadArgs
+    pods_by_node: Mapping[objects.NodeName, Sequence[objects.Pod]]
+    now: datetime
+    detector: AnomalyDetector
+    cool_down: CoolDown
+    evictable: Callable[[objects.Pod], Answer]
+    try_evict: Callable[[Decision], Answer]
+    ledger: fit.Ledger
+    decisions: list[Decision] = dataclasses.field(default_factory=list)
+    reports: dict[objects.NodeName, NodeReport] = dataclasses.field(default_factory=dict)
+    relieved: list[objects.NodeName] = dataclasses.field(default_factory=list)
+
+    def classify_pool(
+        self, pool: NodePool, loads: Loads, marks: AllMarks
+    ) -> tuple[dict[Track, list[usage.NodeLoad]], dict[Track, list[usage.NodeLoad]]]:
+        """Observe every node, report it, and return (sources, destinations) per track."""
+        prod_enabled = bool(pool.prod_high_thresholds)
+        condition = pool.anomaly_condition
+        sources: dict[Track, list[usage.NodeLoad]] = {track: [] for track in Track}
+        dests: dict[Track, list[usage.NodeLoad]] = {track: [] for track in Track}
+        for load in loads:
+            verdict = classify.classify(load, marks[load.name], prod_enabled=prod_enabled)
+            hot = {Track.NODE: verdict.hot, Track.PROD: verdict.prod_hot and not verdict.hot}
+            act = {
+                track: self.detector.observe(
+                    load.name, hot=hot[track], now=self.now, condition=condition, track=track
+                )
+                for track in Track
+                if track is Track.NODE or prod_enabled
+            }
+            report = NodeReport(
+                load.name,
+                pool.name,
+                Role.DESTINATION if verdict.destination_for else Role.NEITHER,
+                percent=usage.percentages(load.usage, load.capacity),
+                destination_for=verdict.destination_for,
+            )
+            track = verdict.source_track
+            if track is not None:
+                used = load.usage if track is Track.NODE else load.prod_usage
+                over = classify.describe_over(load, used, marks[load.name], track)
+                if act.get(track, False):
+                    sources[track].append(load)
+                    report = dataclasses.replace(report, role=Role.SOURCE, track=track, detail=over)
+                else:
+                    streak = self.detector.status(load.name, track).streak
+                    needed = condition.consecutive_abnormalities
+                    report = dataclasses.replace(
+                        report,
+                        reason=NOT_SOURCE,
+                        track=track,
+                        detail=f"{over}; hot for {streak} of {needed} readings",
+                    )
+            for each in verdict.destination_for:
+                dests[each].append(load)
+            self.reports[load.name] = report
+        return sources, dests
+
+    def run_pool(self, pool: NodePool, loads: Loads) -> PoolReport:
+        """Classify the pool's nodes and drain its sources."""
+        marks = classify.pool_marks(pool, loads)
+        sources, dests = self.classify_pool(pool, loads, marks)
+        for track in Track:  # hottest first, on the track's own usage
+            heat = {s.name: self.ledger.used(s.name, track) for s in sources[track]}
+            sources[track] = classify.by_heat(sources[track], pool.resource_weights, used=heat)
+        destinations = tuple(sorted({d.name for track in Track for d in dests[track]}))
+        source_names = tuple(s.name for track in Track for s in sources[track])
+
+        def outcome(reason: str | None, detail: str) -> PoolReport:
+            return PoolReport(pool.name, reason, detail, source_names, destinations)
+
+        if not source_names:
+            return outcome(None, "no node is a source")
+        limit = self.args.number_of_nodes
+        if not destinations or len(destinations) <= limit:
+            self._blocked(source_names)
+            if not destinations:
+                return outcome(fit.NO_DESTINATION, "no underutilized nodes")
+            return outcome(
+                fit.NO_DESTINATION,
+                f"{len(destinations)} underutilized nodes, numberOfNodes is {limit}",
+            )
+        acted = False
+        for track in Track:
+            if sources[track] and not dests[track]:
+                self._blocked(tuple(s.name for s in sources[track]))
+            elif sources[track]:
+                acted = True
+                for source in sources[track]:
+                    self._drain(pool, source, dests[track], marks, track)
+        if not acted:
+            return outcome(fit.NO_DESTINATION, "no underutilized nodes for the sources' load")
+        return outcome(None, "")
+
+    def _blocked(self, names: Sequence[objects.NodeName]) -> None:
+        for name in names:
+            self.reports[name] = dataclasses.replace(self.reports[name], reason=fit.NO_DESTINATION)
+
+    def _drain(
+        self, pool: NodePool, source: usage.NodeLoad, dests: Loads, marks: AllMarks, track: Track
+    ) -> None:
+        """Try the source's candidates in rank order until `fit.stop_reason` says stop."""
+        pending = [
+            p
+            for p in self.pods_by_node.get(source.name, ())
+            if p.phase not in _FINISHED and (track is Track.NODE or usage.is_prod(p))
+        ]
+        rank_again = True
+        evicted = False
+        while pending and fit.stop_reason(source, dests, self.ledger, marks, track) is None:
+            if rank_again:
+                over = classify.excess(
+                    self.ledger.used(source.name, track), marks[source.name].high_for(track)
+                )
+                pending = order.rank(pending, source.usage_of, over, pool.resource_weights)
+                rank_again = False
+            decision = self._decide(pool, source, pending.pop(0), dests, marks, track)
+            self.decisions.append(decision)
+            if decision.evicted:
+                rank_again = evicted = True
+        stop = fit.stop_reason(source, dests, self.ledger, marks, track)
+        if evicted and stop == fit.STOP_RELIEVED:
+            self.relieved.append(source.name)
+
+    def _decide(
+        self,
+        pool: NodePool,
+        source: usage.NodeLoad,
+        pod: objects.Pod,
+        dests: Loads,
+        marks: AllMarks,
+        track: Track,
+    ) -> Decision:
+        """One candidate: filters, cool-down, fit, then the evictor's answer."""
+        base = Decision(pod, source.name, None, None, "", pool.name, track)
+        filtered = self._filter(pod)
+        if filtered is not None:
+            return dataclasses.replace(base, reason=FILTERED, detail=filtered)
+        refusal = self.evictable(pod)
+        if refusal is not None:
+            reason, detail = reason_and_detail(refusal)
+            return dataclasses.replace(base, reason=reason, detail=detail)
+        until = self.cool_down.blocked_until(pod, self.now)
+        if until is not None:
+            detail = (
+                f"a pod of its workload was evicted; cool-down until {objects.format_time(until)}"
+            )
+            return dataclasses.replace(base, reason=COOL_DOWN, detail=detail)
+        found = fit.find_destination(
+            pod,
+            source,
+            dests,
+            self.ledger,
+            marks,
+            pool.resource_weights,
+            track=track,
+            node_fit=self.args.node_fit,
+        )
+        if not found:
+            return dataclasses.replace(base, reason=found.reason, detail=found.detail)
+        used = self.ledger.used(source.name, track)
+        proposal = dataclasses.replace(
+            base,
+            destination=found.destination,
+            detail=classify.describe_over(source, used, marks[source.name], track),
+        )
+        refused = self.try_evict(proposal)
+        if refused is not None:
+            reason, detail = reason_and_detail(refused)
+            return dataclasses.replace(proposal, reason=reason, detail=detail or proposal.detail)
+        self.ledger.commit(pod, source.name, found.destination)
+        self.cool_down.record(pod, self.now)
+        return proposal
+
+    def _filter(self, pod: objects.Pod) -> str | None:
+        """Why the plugin's own args exclude the pod (evictableNamespaces, podSelectors)."""
+        namespaces = self.args.evictable_namespaces
+        if namespaces is not None and not namespaces.allows(pod.namespace):
+            return f"namespace {pod.namespace} is excluded by evictableNamespaces"
+        selectors = [s.selector for s in self.args.pod_selectors if s.selector is not None]
+        if selectors and not any(s.matches(pod.labels) for s in selectors):
+            return "the pod matches no podSelectors entry"
+        return None
+
+
+def plan(
+    nodes: Sequence[objects.Node],
+    pods_by_node: Mapping[objects.NodeName, Sequence[objects.Pod]],
+    metrics: Mapping[str, slo.NodeMetric],
+    args: LowNodeLoadArgs,
+    *,
+    now: datetime,
+    detector: AnomalyDetector,
+    cool_down: CoolDown,
+    evictable: Callable[[objects.Pod], Answer],
+    try_evict: Callable[[Decision], Answer],
+) -> Plan:
+    """Run one cycle over every pool; see the module docstring."""
+    expiration = timedelta(seconds=args.node_metric_expiration_seconds)
+    pools = args.pools
+    members, unpooled = classify.assign_pools(nodes, pools)
+    reports = {
+        node.name: NodeReport(node.name, None, Role.UNPOOLED, detail="selected by no node pool")
+        for node in unpooled
+    }
+    pool_loads: list[list[usage.NodeLoad]] = []
+    for pool, pool_nodes in zip(pools, members, strict=True):
+        known = []
+        for node in pool_nodes:
+            load = usage.node_load(
+                node,
+                metrics.get(node.name),
+                pods_by_node.get(node.name, ()),
+                now=now,
+                expiration=expiration,
+            )
+            if isinstance(load, usage.Unavailable):
+                reports[node.name] = NodeReport(
+                    node.name, pool.name, Role.UNKNOWN, METRICS_EXPIRED, str(load)
+                )
+            else:
+                known.append(load)
+        pool_loads.append(known)
+    ledger = fit.Ledger({load.name: load for known in pool_loads for load in known}, pods_by_node)
+    cycle = _Cycle(args, pods_by_node, now, detector, cool_down, evictable, try_evict, ledger)
+    cycle.reports.update(reports)
+    pool_reports = tuple(
+        cycle.run_pool(pool, known) for pool, known in zip(pools, pool_loads, strict=True)
+    )
+    detector.prune(now)
+    cool_down.prune(now)
+    return Plan(
+        tuple(cycle.decisions),
+        pool_reports,
+        dict(sorted(cycle.reports.items())),
+        ledger,
+        tuple(cycle.relieved),
+    )
