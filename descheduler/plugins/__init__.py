@@ -1,14 +1,16 @@
 """The in-tree descheduler plugins.
 
-Each plugin is a package exporting `NAME`, `Args` and `EXTENSION_POINTS`
-(plugin classes and factories come with the framework). `in_tree()` is the one
-list of them; the config loader checks profiles against it, and the framework's
-Registry extends its entries with factories.
+Each plugin is a package exporting `NAME`, `Args` and `EXTENSION_POINTS`, and,
+once its logic is written, its plugin class and `factory(args, handle)`.
+`in_tree()` is the one list of them; the config loader checks profiles against
+it, and `registry()` extends its entries with the factories for the framework
+(a plugin without a `factory` is known to the config but "not implemented yet").
 """
 
 from collections.abc import Mapping
 
 from descheduler.config import catalog
+from descheduler.framework import registry as framework_registry
 from descheduler.plugins import (
     defaultevictor,
     highnodeutilization,
@@ -49,4 +51,17 @@ def in_tree() -> Mapping[str, catalog.PluginSpec]:
     )
 
 
-__all__ = ["in_tree"]
+def registry() -> framework_registry.Registry:
+    """The in-tree plugins with their factories, for `framework.Runner.from_config`."""
+    found = framework_registry.Registry()
+    for module in _MODULES:
+        found.register(
+            module.NAME,
+            getattr(module, "factory", None),
+            args=module.Args,
+            extension_points=module.EXTENSION_POINTS,
+        )
+    return found
+
+
+__all__ = ["in_tree", "registry"]

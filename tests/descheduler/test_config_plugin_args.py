@@ -167,10 +167,10 @@ def test_migration_controller_rules(raw: object, expected: list[str]) -> None:
 
 
 def test_default_evictor_defaults_follow_upstream() -> None:
-    """Upstream DefaultEvictorArgs: everything off, noEvictionPolicy Preferred."""
+    """Upstream DefaultEvictorArgs, noEvictionPolicy Preferred; but nodeFit on (safe default)."""
     args = defaultevictor.Args.from_mapping({"noEvictionPolicy": ""})
     assert args == defaultevictor.Args()
-    assert args.node_fit is False
+    assert args.node_fit is True
     assert args.no_eviction_policy is evictor_args.NoEvictionPolicy.PREFERRED
 
 

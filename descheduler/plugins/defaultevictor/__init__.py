@@ -1,12 +1,13 @@
 """DefaultEvictor: decides which pods may be evicted (upstream: filter and
 preEvictionFilter; Koordinator's adaptor also serves evict).
 
-Declares the plugin's name, Args and extension points for the config loader;
-the plugin class arrives with the framework.
+Exports the plugin's name, Args and extension points for the config loader, and
+the plugin class and its factory for the framework.
 """
 
 from descheduler.config.catalog import ExtensionPoint
 from descheduler.plugins.defaultevictor.args import DefaultEvictorArgs
+from descheduler.plugins.defaultevictor.plugin import DefaultEvictor, factory
 
 NAME = "DefaultEvictor"
 Args = DefaultEvictorArgs
@@ -14,4 +15,4 @@ EXTENSION_POINTS = frozenset(
     {ExtensionPoint.FILTER, ExtensionPoint.PRE_EVICTION_FILTER, ExtensionPoint.EVICT}
 )
 
-__all__ = ["EXTENSION_POINTS", "NAME", "Args", "DefaultEvictorArgs"]
+__all__ = ["EXTENSION_POINTS", "NAME", "Args", "DefaultEvictor", "DefaultEvictorArgs", "factory"]

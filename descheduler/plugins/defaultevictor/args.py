@@ -1,9 +1,9 @@
 """DefaultEvictorArgs: which pods the DefaultEvictor lets other plugins evict.
 
 Fields, defaults and checks follow kubernetes-sigs/descheduler
-`pkg/framework/plugins/defaultevictor/{types,validation}.go`. Upstream defaults
-`nodeFit` to false; so does this (the profile's balance plugins carry their own
-nodeFit, e.g. LowNodeLoad's, which is on).
+`pkg/framework/plugins/defaultevictor/{types,validation}.go`, except `nodeFit`:
+upstream defaults it to false, nodeqos to true (DESIGN.md, safe defaults: a pod
+that fits no other node is not evicted unless the user says so).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class DefaultEvictorArgs(fields.PluginArgs):
     priority_threshold: PriorityThreshold | None = field(
         default=None, metadata=fields.spec("priorityThreshold", common.PRIORITY_THRESHOLD)
     )
-    node_fit: bool = field(default=False, metadata=fields.spec("nodeFit", codecs.BOOL))
+    node_fit: bool = field(default=True, metadata=fields.spec("nodeFit", codecs.BOOL))
     min_replicas: int = field(default=0, metadata=fields.spec("minReplicas", codecs.NON_NEGATIVE))
     min_pod_age: timedelta | None = field(
         default=None, metadata=fields.spec("minPodAge", codecs.DURATION)

@@ -1,0 +1,30 @@
+"""The Handle: the few collaborators a plugin gets. Plugins never build clients.
+
+One Handle per profile, frozen, built by the runner before the profile's
+plugins (every factory receives it):
+
+- `evictor`: the profile's evictor proxy (filters, limits, dry-run, backend);
+- `decisions`: where a plugin records why it passed a candidate over;
+- `clock`: now, as an aware UTC datetime (tests inject a fixed one);
+- `snapshot`: the running cycle's snapshot, for plugins that are asked about a
+  single pod (filters) and need the cluster around it; it raises between cycles;
+- `profile`: the profile's name (for log lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from descheduler.framework.cycle import Decisions
+from descheduler.framework.interfaces import Clock, Evictor
+from descheduler.framework.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Handle:
+    evictor: Evictor
+    decisions: Decisions
+    clock: Clock
+    snapshot: Callable[[], Snapshot]
+    profile: str = ""

@@ -1,0 +1,188 @@
+"""Small in-memory fakes behind the framework's Protocols, and a harness to run cycles.
+
+    backend = FakeBackend(outcomes={"web-0": eviction.Outcome.PDB_BLOCKED})
+    h = harness(policy(balance=["EvictAll"]), registry_with(EvictAll=evict_all),
+                StaticSource(nodes=..., pods=...), backend=backend)
+    report = h.runner.run_once()
+    h.sample("nodeqos_descheduler_pods_evicted_total", result="success", ...)
+
+`StaticSource` (the real one) is the in-memory ClusterSource; `FakeBackend`
+stands in for the Eviction API; `ScriptedPlugin` runs a test's function as a
+Deschedule/Balance plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from prometheus_client import CollectorRegistry
+
+from descheduler import config, framework, plugins
+from descheduler.config import ExtensionPoint, PluginArgs
+from descheduler.evictions import EvictOptions
+from descheduler.framework import Handle, Snapshot
+from kube import eviction, objects
+from tests import builders
+
+NOW = builders.T0 + timedelta(days=1)
+
+
+class FixedClock:
+    """An injectable clock that only moves when told."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+class FakeBackend:
+    """An eviction backend that answers from a table (pod name -> outcome), EVICTED otherwise."""
+
+    name = "FakeBackend"
+
+    def __init__(
+        self,
+        outcomes: Mapping[str, eviction.Outcome] | None = None,
+        observer: Callable[[objects.Pod], None] | None = None,
+    ) -> None:
+        self.outcomes = dict(outcomes or {})
+        self.observer = observer
+        self.calls: list[str] = []
+        self.options: list[EvictOptions] = []
+
+    def evict(self, pod: objects.Pod, options: EvictOptions) -> eviction.Result:
+        self.calls.append(pod.key)
+        self.options.append(options)
+        if self.observer is not None:
+            self.observer(pod)
+        outcome = self.outcomes.get(pod.name, eviction.Outcome.EVICTED)
+        return eviction.Result(outcome, "" if outcome is eviction.Outcome.EVICTED else "fake")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NoArgs(PluginArgs):
+    """Args for test plugins: none."""
+
+    KIND: ClassVar[str] = "NoArgs"
+
+
+Script = Callable[[str, Snapshot, Handle], None]
+
+
+class ScriptedPlugin:
+    """Runs a test function at deschedule and balance."""
+
+    def __init__(self, name: str, handle: Handle, script: Script) -> None:
+        self.name = name
+        self.handle = handle
+        self.script = script
+
+    def deschedule(self, snapshot: Snapshot) -> None:
+        self.script(self.name, snapshot, self.handle)
+
+    def balance(self, snapshot: Snapshot) -> None:
+        self.script(self.name, snapshot, self.handle)
+
+
+SCRIPT_POINTS = frozenset({ExtensionPoint.DESCHEDULE, ExtensionPoint.BALANCE})
+
+
+def registry_with(**scripts: Script) -> framework.Registry:
+    """The in-tree registry plus one ScriptedPlugin per keyword."""
+    registry = plugins.registry()
+    for name, script in scripts.items():
+
+        def build(args: PluginArgs, handle: Handle, n: str = name, s: Script = script) -> Any:
+            return ScriptedPlugin(n, handle, s)
+
+        registry.register(name, build, args=NoArgs, extension_points=SCRIPT_POINTS)
+    return registry
+
+
+def evict_all(name: str, snapshot: Snapshot, handle: Handle) -> None:
+    """Try to evict every evictable pod, node by node, pod by pod."""
+    for node in snapshot.nodes:
+        for pod in handle.evictor.evictable(snapshot.pods_on(node.name), plugin=name):
+            handle.evictor.evict(pod, plugin=name, reason="test")
+
+
+def nothing(name: str, snapshot: Snapshot, handle: Handle) -> None:
+    """A plugin that decides nothing."""
+
+
+def policy(
+    *,
+    deschedule: Iterable[str] = (),
+    balance: Iterable[str] = (),
+    evictor: Mapping[str, Any] | None = None,
+    profiles: list[dict[str, Any]] | None = None,
+    **top: Any,
+) -> dict[str, Any]:
+    """A DeschedulerPolicy (DefaultEvictor at filter and preEvictionFilter by default).
+
+    `top` takes the top-level camelCase fields (dryRun, maxNoOfPodsToEvictPerNode, ...).
+    """
+    if profiles is None:
+        profile: dict[str, Any] = {
+            "name": "p1",
+            "plugins": {
+                "deschedule": {"enabled": list(deschedule)},
+                "balance": {"enabled": list(balance)},
+            },
+        }
+        if evictor is not None:
+            profile["pluginConfig"] = [{"name": "DefaultEvictor", "args": dict(evictor)}]
+        profiles = [profile]
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": profiles,
+        **top,
+    }
+
+
+@dataclass
+class Harness:
+    runner: framework.Runner
+    backend: FakeBackend
+    source: framework.ClusterSource
+    registry: CollectorRegistry
+    clock: FixedClock
+    metrics: framework.Metrics = field(init=False)
+
+    def sample(self, name: str, **labels: str) -> float:
+        """A metric sample's value, 0 when absent."""
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+
+def harness(
+    raw: Mapping[str, Any],
+    registry: framework.Registry,
+    source: framework.ClusterSource,
+    *,
+    backend: FakeBackend | None = None,
+    clock: FixedClock | None = None,
+) -> Harness:
+    cfg = config.decode_configuration(raw, plugins=registry.catalog())
+    metrics_registry = CollectorRegistry()
+    metrics = framework.Metrics(metrics_registry)
+    backend = backend or FakeBackend()
+    clock = clock or FixedClock()
+    runner = framework.Runner.from_config(
+        cfg, registry, source=source, backend=backend, metrics=metrics, clock=clock
+    )
+    h = Harness(runner, backend, source, metrics_registry, clock)
+    h.metrics = metrics
+    return h
+
+
+def nodes(*names: str, **overrides: Any) -> list[objects.Node]:
+    return [builders.make_node(name, **overrides) for name in names]
