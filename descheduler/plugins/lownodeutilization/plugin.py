@@ -1,0 +1,227 @@
+"""LowNodeUtilization: moves pods from nodes above targetThresholds to nodes below thresholds.
+
+Each cycle (kubernetes-sigs/descheduler `lownodeutilization.go` and
+`nodeutilization.go`, with the differences listed below):
+
+1. Measure every node (`meter`: pod requests, or NodeMetric usage with
+   `useNodeMetrics`); nodes that cannot be measured are reported
+   `metrics_expired` and left out.
+2. Mark (`classify`: the thresholds as given, or around the mean with
+   `useDeviationThresholds`) and classify: underutilized nodes (every judged
+   resource at or below `thresholds`, and schedulable) are destinations,
+   overutilized ones (any judged resource above `targetThresholds`) sources.
+3. Nothing moves, with a note, when no node is overutilized, no node is
+   underutilized, or no more nodes are underutilized than `numberOfNodes`.
+4. Sources are drained hottest first (`classify.heat`, mean percentage).
+   A source's pods outside `evictableNamespaces` are skipped as `filtered`,
+   the rest go through the evictor's filter and are tried in
+   `order.eviction_key` order while the source is still above its marks and
+   the destinations' total headroom (`destinations.headroom`) is positive
+   on every basic and judged resource; at most `evictionLimits.node` pods
+   leave one source.
+5. Each candidate needs a destination (`destinations.find`): the coolest
+   underutilized node that passes the scheduler's predicates and stays at or
+   below its targetThresholds with the pod. The evictor gets it as the
+   destination and the pod's usage, so the snapshot projects the move.
+
+Differences from upstream, on purpose:
+
+- Nodes are ordered by mean percentage over the judged resources, not by
+  a raw sum of millicores, bytes and pod counts.
+- A pod that frees none of the resources its node is above the marks on is
+  skipped (`filtered`): evicting it would disrupt without relieving. Upstream
+  evicts BestEffort pods first, which request nothing.
+- A pod is evicted only with a destination that takes it (upstream checks
+  taints only, then nodeFit if the evictor has it on).
+- `metricsUtilization` (metrics-server, Prometheus) is not supported: the
+  factory refuses it; `useNodeMetrics` measures usage from NodeMetrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
+
+from descheduler.config import PluginArgs
+from descheduler.framework import Handle, Reason, Refusal, Snapshot
+from descheduler.plugins.lownodeutilization import classify, destinations, order
+from descheduler.plugins.lownodeutilization.args import LowNodeUtilizationArgs
+from descheduler.plugins.lownodeutilization.meter import Meter, NodeMetrics, Requests
+from kube import objects
+
+NAME = "LowNodeUtilization"
+_FINISHED = frozenset({"Succeeded", "Failed"})
+
+log = logging.getLogger(__name__)
+
+
+class LowNodeUtilization:
+    """Upstream's LowNodeUtilization balance plugin on the nodeqos framework."""
+
+    name = NAME
+
+    def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
+        if args.metrics_utilization is not None:
+            raise ValueError(
+                "metricsUtilization is not supported; set useNodeMetrics to measure"
+                " usage from the NodeMetrics the nodeqos agents publish"
+            )
+        self.args = args
+        self.handle = handle
+        self.judged = tuple(sorted(set(args.thresholds) | set(args.target_thresholds)))
+
+    def _meter(self, snapshot: Snapshot) -> Meter:
+        if self.args.use_node_metrics:
+            return NodeMetrics(snapshot, now=self.handle.clock())
+        return Requests(snapshot)
+
+    def _note(self, reason: Reason, detail: str) -> None:
+        self.handle.decisions.note(reason, detail, plugin=NAME)
+
+    def balance(self, snapshot: Snapshot) -> None:
+        meter = self._meter(snapshot)
+        for node, why in sorted(meter.unknown.items()):
+            self._note(Reason.METRICS_EXPIRED, f"{why}; node {node} is left out")
+        nodes = [n for n in snapshot.nodes if n.name not in meter.unknown]
+        marks = self._marks(meter, nodes)
+        low = [
+            n
+            for n in nodes
+            if not n.unschedulable
+            and classify.is_under(meter.used(n.name), meter.capacity(n), marks.low)
+        ]
+        high = [
+            n for n in nodes if classify.is_over(meter.used(n.name), meter.capacity(n), marks.high)
+        ]
+        log.debug(
+            "%s: underutilized %s, overutilized %s (marks low %s, high %s)",
+            NAME,
+            [n.name for n in low],
+            [n.name for n in high],
+            dict(marks.low),
+            dict(marks.high),
+        )
+        if not high:
+            self._note(Reason.NOT_SOURCE, "no node is above targetThresholds")
+            return
+        if not low:
+            self._note(Reason.NO_DESTINATION, "no underutilized nodes")
+            return
+        if len(low) <= self.args.number_of_nodes:
+            self._note(
+                Reason.NO_DESTINATION,
+                f"{len(low)} underutilized nodes, numberOfNodes is {self.args.number_of_nodes}",
+            )
+            return
+
+        def heat(node: objects.Node) -> float:
+            return classify.heat(meter.used(node.name), meter.capacity(node), self.judged)
+
+        for source in order.by_heat(high, heat, hottest_first=True):
+            if not self._drain(snapshot, meter, source, low, marks.high, heat):
+                return
+
+    def _marks(self, meter: Meter, nodes: Sequence[objects.Node]) -> classify.Marks:
+        args = self.args
+        if not args.use_deviation_thresholds:
+            return classify.static_marks(args.thresholds, args.target_thresholds)
+        measured = [
+            classify.percentages(meter.used(n.name), meter.capacity(n), self.judged) for n in nodes
+        ]
+        return classify.deviation_marks(measured, args.thresholds, args.target_thresholds)
+
+    def _drain(
+        self,
+        snapshot: Snapshot,
+        meter: Meter,
+        source: objects.Node,
+        low: Sequence[objects.Node],
+        high: Mapping[str, Fraction],
+        heat: Callable[[objects.Node], float],
+    ) -> bool:
+        """Evict from `source` until it is relieved; False once the total limit is reached."""
+        evictor = self.handle.evictor
+        capacity = meter.capacity(source)
+        candidates = sorted(
+            evictor.evictable(self._in_namespaces(snapshot.pods_on(source.name)), plugin=NAME),
+            key=order.eviction_key,
+        )
+        limits = self.args.eviction_limits
+        node_limit = None if limits is None else limits.node
+        resources = sorted(set(classify.BASIC_RESOURCES) | set(self.judged))
+        evicted = 0
+        for pod in candidates:
+            over = classify.over(meter.used(source.name), capacity, high)
+            if not over:
+                return True
+            room = destinations.headroom(meter, low, high, resources)
+            full = [name for name in resources if room[name] <= 0]
+            if full:
+                self._note(
+                    Reason.NO_DESTINATION,
+                    f"underutilized nodes have no room left on {', '.join(full)};"
+                    f" node {source.name} stays above targetThresholds",
+                )
+                return True
+            if node_limit is not None and evicted >= node_limit:
+                self._note(
+                    Reason.LIMIT_REACHED,
+                    f"evictionLimits.node {node_limit} reached on node {source.name}",
+                )
+                return True
+            amount = meter.of_pod(pod)
+            found: objects.Node | Refusal
+            if amount is None:
+                detail = f"the NodeMetric of {source.name} does not report the pod"
+                found = Refusal(Reason.NO_FIT, detail, NAME)
+            elif not any(amount.get(name, 0) > 0 for name in over):
+                detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
+                found = Refusal(Reason.FILTERED, detail, NAME)
+            else:
+                cooler = order.by_heat(
+                    (n for n in low if n.name != source.name), heat, hottest_first=False
+                )
+                found = destinations.find(snapshot, meter, pod, amount, cooler, high, plugin=NAME)
+            if isinstance(found, Refusal):
+                self.handle.decisions.skip(pod, plugin=NAME, reason=found)
+                continue
+            reason = f"node {source.name} is above targetThresholds: " + classify.describe(
+                meter.used(source.name), capacity, {n: high[n] for n in over}
+            )
+            if evictor.evict(
+                pod,
+                plugin=NAME,
+                reason=reason,
+                destination=found.name,
+                usage=meter.usage_of(pod),
+            ):
+                evicted += 1
+            elif evictor.total_limit_reached():
+                return False
+            elif evictor.node_limit_reached(source.name):
+                return True
+        return True
+
+    def _in_namespaces(self, pods: Iterable[objects.Pod]) -> list[objects.Pod]:
+        """Unfinished pods within evictableNamespaces; the excluded ones are reported."""
+        namespaces = self.args.evictable_namespaces
+        allowed = []
+        for pod in pods:
+            if pod.phase in _FINISHED:
+                continue
+            if namespaces is None or namespaces.allows(pod.namespace):
+                allowed.append(pod)
+                continue
+            detail = f"namespace {pod.namespace} is excluded by evictableNamespaces"
+            refusal = Refusal(Reason.FILTERED, detail, NAME)
+            self.handle.decisions.skip(pod, plugin=NAME, reason=refusal)
+        return allowed
+
+
+def factory(args: PluginArgs, handle: Handle) -> LowNodeUtilization:
+    if not isinstance(args, LowNodeUtilizationArgs):
+        raise TypeError(
+            f"LowNodeUtilization needs LowNodeUtilizationArgs, not {type(args).__name__}"
+        )
+    return LowNodeUtilization(args, handle)
