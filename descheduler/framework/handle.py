@@ -8,7 +8,9 @@ plugins (every factory receives it):
 - `clock`: now, as an aware UTC datetime (tests inject a fixed one);
 - `snapshot`: the running cycle's snapshot, for plugins that are asked about a
   single pod (filters) and need the cluster around it; it raises between cycles;
-- `profile`: the profile's name (for log lines).
+- `profile`: the profile's name (for log lines);
+- `dry_run`: whether evictions are only pretended this run; plugins with state
+  that outlives a cycle (cool-downs) must not let a pretended eviction change it.
 """
 
 from __future__ import annotations
@@ -28,3 +30,4 @@ class Handle:
     clock: Clock
     snapshot: Callable[[], Snapshot]
     profile: str = ""
+    dry_run: bool = False

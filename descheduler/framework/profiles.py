@@ -104,6 +104,7 @@ def _build(
         clock=clock,
         snapshot=cell.snapshot,
         profile=profile.name,
+        dry_run=core.dry_run,
     )
     before = len(problems)
     instances: dict[str, object] = {}
