@@ -209,6 +209,7 @@ class Pod:
     tolerations: tuple[scheduling.Toleration, ...]
     node_selector: Mapping[str, str]
     required_node_affinity: selectors.NodeSelector | None
+    preferred_node_affinity: tuple[scheduling.PreferredSchedulingTerm, ...]
     pod_affinity: tuple[scheduling.PodAffinityTerm, ...]
     pod_anti_affinity: tuple[scheduling.PodAffinityTerm, ...]
     topology_spread_constraints: tuple[scheduling.TopologySpreadConstraint, ...]
@@ -239,8 +240,10 @@ class Pod:
         kube_qos = classify.kube_qos_of(status.get("qosClass"), computed)
         priority = spec.get("priority")
         affinity = spec.get("affinity") or {}
-        required = (affinity.get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
+        node_affinity = affinity.get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        preferred_path = (
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
         )
         volumes = spec.get("volumes") or ()
         return cls(
@@ -276,6 +279,12 @@ class Pod:
             else selectors.NodeSelector.from_api(
                 required,
                 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            ),
+            preferred_node_affinity=tuple(
+                scheduling.PreferredSchedulingTerm.from_api(t, f"{preferred_path}[{i}]")
+                for i, t in enumerate(
+                    node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+                )
             ),
             pod_affinity=_affinity_terms(affinity, "podAffinity"),
             pod_anti_affinity=_affinity_terms(affinity, "podAntiAffinity"),

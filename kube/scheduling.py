@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # objects imports this module for the constraint types
 __all__ = [
     "FitResult",
     "PodAffinityTerm",
+    "PreferredSchedulingTerm",
     "Taint",
     "TaintEffect",
     "Toleration",
@@ -34,6 +35,7 @@ __all__ = [
     "matches_node_selector_and_affinity",
     "pod_fits_node",
     "pod_requests",
+    "preferred_weight",
     "requested_on",
     "tolerates",
     "untolerated_taints",
@@ -132,6 +134,22 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    """A preferred node affinity term: its weight counts for nodes its preference matches."""
+
+    weight: int
+    preference: selectors.NodeSelectorTerm
+
+    @classmethod
+    def from_api(cls, raw: Mapping[str, Any], path: str) -> PreferredSchedulingTerm:
+        """Parse a v1.PreferredSchedulingTerm dict."""
+        preference = selectors.NodeSelectorTerm.from_api(
+            raw.get("preference") or {}, f"{path}.preference"
+        )
+        return cls(int(raw.get("weight", 0)), preference)
+
+
+@dataclass(frozen=True, slots=True)
 class TopologySpreadConstraint:
     """A v1.TopologySpreadConstraint; policies default as the API documents (Honor/Ignore)."""
 
@@ -227,6 +245,19 @@ def matches_node_selector_and_affinity(pod: objects.Pod, node: objects.Node) -> 
         return False
     affinity = pod.required_node_affinity
     return affinity is None or affinity.matches(labels, node.name)
+
+
+def preferred_weight(pod: objects.Pod, node: objects.Node) -> int:
+    """The sum of the weights of the pod's preferred node affinity terms the node matches.
+
+    As the scheduler's NodeAffinity score (before normalising): an empty
+    preference matches no node.
+    """
+    return sum(
+        term.weight
+        for term in pod.preferred_node_affinity
+        if term.preference.matches(node.labels, node.name)
+    )
 
 
 def fits_requests(

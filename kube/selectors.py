@@ -273,6 +273,21 @@ class NodeSelectorTerm:
     expressions: tuple[Requirement, ...] = ()
     fields: tuple[Requirement, ...] = ()
 
+    @classmethod
+    def from_api(cls, raw: Mapping[str, Any], path: str = "nodeSelectorTerm") -> NodeSelectorTerm:
+        """Parse a v1.NodeSelectorTerm dict (`matchExpressions`, `matchFields`)."""
+        exprs = _node_requirements(raw.get("matchExpressions"), f"{path}.matchExpressions")
+        fields = _node_requirements(raw.get("matchFields"), f"{path}.matchFields")
+        for i, req in enumerate(fields):
+            if req.key not in _NODE_FIELDS:
+                raise ValueError(
+                    f"{path}.matchFields[{i}].key: unsupported field {req.key!r}"
+                    " (only metadata.name)"
+                )
+            if req.operator not in _SET_OPS:
+                raise ValueError(f"{path}.matchFields[{i}].operator: must be In or NotIn")
+        return cls(exprs, fields)
+
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         """Whether a node with these labels and name satisfies the term."""
         if not self.expressions and not self.fields:
@@ -292,20 +307,10 @@ class NodeSelector:
     @classmethod
     def from_api(cls, raw: Mapping[str, Any], path: str = "nodeSelector") -> NodeSelector:
         """Parse a v1.NodeSelector dict (`nodeSelectorTerms`)."""
-        terms = []
-        for t, term in enumerate(raw.get("nodeSelectorTerms") or ()):
-            where = f"{path}.nodeSelectorTerms[{t}]"
-            exprs = _node_requirements(term.get("matchExpressions"), f"{where}.matchExpressions")
-            fields = _node_requirements(term.get("matchFields"), f"{where}.matchFields")
-            for i, req in enumerate(fields):
-                if req.key not in _NODE_FIELDS:
-                    raise ValueError(
-                        f"{where}.matchFields[{i}].key: unsupported field {req.key!r}"
-                        " (only metadata.name)"
-                    )
-                if req.operator not in _SET_OPS:
-                    raise ValueError(f"{where}.matchFields[{i}].operator: must be In or NotIn")
-            terms.append(NodeSelectorTerm(exprs, fields))
+        terms = [
+            NodeSelectorTerm.from_api(term, f"{path}.nodeSelectorTerms[{t}]")
+            for t, term in enumerate(raw.get("nodeSelectorTerms") or ())
+        ]
         return cls(tuple(terms))
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:

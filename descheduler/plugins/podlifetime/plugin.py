@@ -1,0 +1,119 @@
+"""PodLifeTime: evicts pods by age, state, condition, exit code and owner kind.
+
+Semantics of kubernetes-sigs/descheduler
+`pkg/framework/plugins/podlifetime/pod_lifetime.go`; each criterion is in
+`criteria`. Candidates are pods in scope (`namespaces`, `labelSelector`) on
+the snapshot's nodes, in any phase (upstream's `ListAllPodsOnANode`), that
+match every configured criterion; age is measured against the Handle's clock.
+They are tried oldest first (`criteria.eviction_key`), so a limit keeps the
+oldest; each goes through the profile's evictor, which records why a
+candidate stays.
+
+`kube.objects.Pod` keeps a condition's type and status only, and no ephemeral
+container statuses: a condition filter on `reason` or
+`minTimeSinceLastTransitionSeconds`, or `includingEphemeralContainers` with
+`states`, is refused at start-up rather than silently matching differently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from descheduler.config import PluginArgs
+from descheduler.framework import Handle, Snapshot
+from descheduler.plugins.podlifetime import criteria
+from descheduler.plugins.podlifetime.args import PodLifeTimeArgs
+from kube import objects
+
+NAME = "PodLifeTime"
+
+
+def unsupported(args: PodLifeTimeArgs) -> list[str]:
+    """The settings this implementation cannot honour yet."""
+    found = []
+    for i, condition in enumerate(args.conditions):
+        if condition.reason:
+            found.append(f"conditions[{i}].reason (pod condition reasons are not read)")
+        if condition.min_time_since_last_transition_seconds is not None:
+            found.append(
+                f"conditions[{i}].minTimeSinceLastTransitionSeconds "
+                "(pod condition transition times are not read)"
+            )
+    if args.including_ephemeral_containers and args.states:
+        found.append(
+            "includingEphemeralContainers with states (ephemeral container statuses are not read)"
+        )
+    return found
+
+
+class PodLifeTime:
+    name = NAME
+
+    def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
+        problems = unsupported(args)
+        if problems:
+            raise ValueError(f"not supported yet: {'; '.join(problems)}")
+        self.args = args
+        self._handle = handle
+        self._states = frozenset(args.states)
+        self._exit_codes = frozenset(args.exit_codes)
+
+    def _in_scope(self, pod: objects.Pod) -> bool:
+        namespaces, selector = self.args.namespaces, self.args.label_selector
+        return (namespaces is None or namespaces.allows(pod.namespace)) and (
+            selector is None or selector.matches(pod.labels)
+        )
+
+    def deschedule(self, snapshot: Snapshot) -> None:
+        evictor = self._handle.evictor
+        now = self._handle.clock()
+        why: dict[str, str] = {}
+        candidates = []
+        for node in snapshot.nodes:
+            for pod in snapshot.pods_on(node.name):
+                if not self._in_scope(pod):
+                    continue
+                reason = self._matches(pod, now)
+                if reason is not None:
+                    why[pod.uid] = reason
+                    candidates.append(pod)
+        candidates.sort(key=criteria.eviction_key)
+        for pod in evictor.evictable(candidates, plugin=NAME):
+            evictor.evict(pod, plugin=NAME, reason=why[pod.uid])
+
+    def _matches(self, pod: objects.Pod, now: datetime) -> str | None:
+        """Why the pod is a candidate ("; "-joined criteria), or None when it is not."""
+        args = self.args
+        init = args.including_init_containers
+        parts = []
+        if args.max_pod_life_time_seconds is not None:
+            age = criteria.age_seconds(pod, now)
+            if age is None or age <= args.max_pod_life_time_seconds:
+                return None
+            parts.append(
+                f"age {age}s exceeds maxPodLifeTimeSeconds {args.max_pod_life_time_seconds}"
+            )
+        if self._states:
+            state = criteria.matched_state(pod, self._states, including_init_containers=init)
+            if state is None:
+                return None
+            parts.append(f"state {state}")
+        if args.owner_kinds is not None and not criteria.owner_kinds_allow(pod, args.owner_kinds):
+            return None
+        if args.conditions:
+            condition = criteria.matched_condition(pod, args.conditions)
+            if condition is None:
+                return None
+            parts.append(f"condition {condition}")
+        if self._exit_codes:
+            code = criteria.matched_exit_code(pod, self._exit_codes, including_init_containers=init)
+            if code is None:
+                return None
+            parts.append(f"exit code {code}")
+        return "; ".join(parts)
+
+
+def factory(args: PluginArgs, handle: Handle) -> PodLifeTime:
+    if not isinstance(args, PodLifeTimeArgs):
+        raise TypeError(f"{NAME} needs PodLifeTimeArgs, not {type(args).__name__}")
+    return PodLifeTime(args, handle)

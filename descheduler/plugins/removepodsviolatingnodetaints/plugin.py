@@ -1,0 +1,69 @@
+"""RemovePodsViolatingNodeTaints: evicts pods that no longer tolerate their node's taints.
+
+Semantics of kubernetes-sigs/descheduler
+`pkg/framework/plugins/removepodsviolatingnodetaints/node_taint.go`; which
+taints count is `taints.TaintFilter`. Pods in scope (`namespaces`,
+`labelSelector`) that are neither Succeeded nor Failed (upstream's
+`ListPodsOnANode`: they hold nothing) and leave a counted taint of their node
+untolerated are the candidates, node by node in name order, pods in
+`pod_order`. Each goes through the profile's evictor, which records why a
+candidate stays (filtered, no_fit from DefaultEvictor's nodeFit,
+limit_reached). Upstream stops at a limit; nodeqos asks for every candidate,
+so each one carries its limit_reached reason.
+"""
+
+from __future__ import annotations
+
+from descheduler.config import PluginArgs
+from descheduler.framework import Handle, Snapshot
+from descheduler.plugins.removepodsviolatingnodetaints.args import (
+    RemovePodsViolatingNodeTaintsArgs,
+)
+from descheduler.plugins.removepodsviolatingnodetaints.taints import TaintFilter
+from kube import objects
+
+NAME = "RemovePodsViolatingNodeTaints"
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+class RemovePodsViolatingNodeTaints:
+    name = NAME
+
+    def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
+        self.args = args
+        self._handle = handle
+        self.taints = TaintFilter.build(
+            include_prefer_no_schedule=args.include_prefer_no_schedule,
+            included=args.included_taints,
+            excluded=args.excluded_taints,
+        )
+
+    def _in_scope(self, pod: objects.Pod) -> bool:
+        namespaces, selector = self.args.namespaces, self.args.label_selector
+        return (namespaces is None or namespaces.allows(pod.namespace)) and (
+            selector is None or selector.matches(pod.labels)
+        )
+
+    def deschedule(self, snapshot: Snapshot) -> None:
+        evictor = self._handle.evictor
+        why: dict[str, str] = {}
+        candidates = []
+        for node in snapshot.nodes:
+            for pod in snapshot.pods_on(node.name):
+                if pod.phase in _TERMINAL or not self._in_scope(pod):
+                    continue
+                untolerated = self.taints.untolerated(pod, node)
+                if untolerated:
+                    shown = ", ".join(str(t) for t in untolerated)
+                    why[pod.uid] = f"does not tolerate taint {shown} of node {node.name}"
+                    candidates.append(pod)
+        for pod in evictor.evictable(candidates, plugin=NAME):
+            evictor.evict(pod, plugin=NAME, reason=why[pod.uid])
+
+
+def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingNodeTaints:
+    if not isinstance(args, RemovePodsViolatingNodeTaintsArgs):
+        raise TypeError(
+            f"{NAME} needs RemovePodsViolatingNodeTaintsArgs, not {type(args).__name__}"
+        )
+    return RemovePodsViolatingNodeTaints(args, handle)
