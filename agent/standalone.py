@@ -1,0 +1,159 @@
+"""The standalone agent: collection on any Linux machine, no cluster needed.
+
+`assemble` builds the parts from an `AgentConfig` and the registry `main`
+made: the cgroup hierarchy (detected), /proc, the metric cache, pod discovery
+by scanning kubepods, the collectors and their runner. `run` starts
+`/metrics` + `/healthz`, collects on the deadline schedule until stopped (or
+for `--run-for`), and with `--print-nodemetric` writes the NodeMetric status it
+would publish as YAML.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+import cgroups
+from agent import collectors, discovery, health, nodemetric, telemetry
+from agent import kinds as agent_kinds
+from agent.collection import Collection
+from agent.config import AgentConfig
+from agent.schedule import Clock, SystemClock, Ticker
+from agent.server import MetricsServer
+from metriccache import MetricCache, MetricCacheError
+
+log = logging.getLogger(__name__)
+
+# metriccache keeps up to retention x rate samples per series; leave headroom
+# over the collection rate so jitter never sheds samples.
+_RATE_HEADROOM = 1.25
+
+
+class ConfigError(ValueError):
+    """A flag value the machine does not accept; `flag` names it for the CLI."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(message)
+        self.flag = flag
+
+
+def open_cgroups(root: Path, driver: str) -> cgroups.CgroupFS:
+    """Detect the hierarchy at `root`; `driver` "auto" keeps the detected driver."""
+    if not root.is_dir():
+        raise ConfigError("--cgroup-root", f"{root} is not a directory")
+    try:
+        detected = cgroups.detect(root)
+    except cgroups.CgroupError as err:
+        raise ConfigError("--cgroup-root", str(err)) from err
+    if driver == "auto":
+        return detected
+    return cgroups.CgroupFS(root=root, version=detected.version, driver=cgroups.Driver(driver))
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """The assembled parts, for `run` and for benchmarks that drive rounds themselves."""
+
+    fs: cgroups.CgroupFS
+    cache: MetricCache
+    reader: collectors.FileReader
+    source: discovery.StandaloneDiscovery
+    collection: Collection
+    metrics: telemetry.AgentMetrics
+    readiness: health.Readiness
+
+    def close(self) -> None:
+        """Release the open cgroup files and close the metric cache (flushing it)."""
+        self.reader.close()
+        self.cache.close()
+
+
+def assemble(
+    config: AgentConfig,
+    registry: CollectorRegistry,
+    clock: Clock,
+    *,
+    flush_interval: float | None = 5.0,
+) -> Agent:
+    """Build the standalone agent's parts; `ConfigError` names a flag the host rejects."""
+    fs = open_cgroups(config.cgroup_root, config.cgroup_driver)
+    if not (config.proc_root / "stat").is_file():
+        raise ConfigError("--proc-root", f"{config.proc_root} has no stat file; is it a procfs?")
+    procfs = cgroups.ProcFS(config.proc_root)
+    readiness = health.Readiness()
+    cache_ready = readiness.register("metriccache", "opening")
+    try:
+        cache = MetricCache.open(
+            config.metric_cache_path,
+            kinds=agent_kinds.registry(),
+            clock=clock.time,
+            flush_interval=flush_interval,
+            max_sample_rate_hz=max(1.25, _RATE_HEADROOM / config.collect_interval),
+        )
+    except MetricCacheError as err:
+        raise ConfigError("--metric-cache-path", str(err)) from err
+    cache_ready.set(True, f"open at {config.metric_cache_path}")
+    metrics = telemetry.AgentMetrics(registry)
+    registry.register(
+        telemetry.NodeUsageCollector(cache, clock, max_age=max(5.0, 3 * config.collect_interval))
+    )
+    source = discovery.StandaloneDiscovery(fs, rescan_every=config.rescan_every)
+    reader = collectors.FileReader()
+    found = collectors.build_collectors(
+        fs,
+        procfs,
+        source,
+        metrics.errors,
+        reader,
+        pod_psi=config.feature_gates.enabled("PSICollector"),
+    )
+    collection = Collection(found, cache, clock, metrics, readiness)
+    log.info(
+        "cgroup %s (%s driver) at %s; collecting every %gs into %s",
+        fs.version.value,
+        fs.driver.value,
+        fs.root,
+        config.collect_interval,
+        config.metric_cache_path,
+    )
+    return Agent(fs, cache, reader, source, collection, metrics, readiness)
+
+
+def run(
+    config: AgentConfig,
+    registry: CollectorRegistry,
+    *,
+    stop: threading.Event,
+    out: TextIO,
+    clock: Clock | None = None,
+) -> None:
+    """Run the standalone agent until `stop` is set or `config.run_for` has passed."""
+    clock = clock or SystemClock()
+    agent = assemble(config, registry, clock)
+    server: MetricsServer | None = None
+    try:
+        if config.metrics_addr is not None:
+            addr = config.metrics_addr
+            try:
+                server = MetricsServer(addr.host, addr.port, registry, agent.readiness)
+            except OSError as err:
+                raise ConfigError("--metrics-addr", f"cannot listen on {addr}: {err}") from err
+            host, port = server.address
+            log.info("serving /metrics and /healthz on %s:%d", host, port)
+        ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
+        stats = ticker.run(agent.collection.run_round, duration=config.run_for)
+        log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)
+        if config.print_nodemetric:
+            status = nodemetric.build_status(agent.cache, agent.source.pod_metas(), clock.time())
+            out.write(yaml.safe_dump(status.to_api(), sort_keys=False))
+            out.flush()
+    finally:
+        if server is not None:
+            server.close()
+        agent.close()

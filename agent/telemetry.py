@@ -1,0 +1,108 @@
+"""The agent's own Prometheus metrics, on the registry `main` builds and passes down.
+
+Nothing here registers at import time. `AgentMetrics(registry)` creates the
+collection histogram, the error and missed-tick counters and the build info;
+`NodeUsageCollector` exposes node CPU and memory as gauges read from the metric
+cache at scrape time (the values already live there; a second copy in a Gauge
+could disagree with it).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, Info
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from agent.collectors.base import Reason
+from agent.schedule import Clock
+from metriccache import MetricCache, MetricKind, kinds
+
+# Rounds take milliseconds per collector; the top buckets catch a stalled disk.
+_DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+def version() -> str:
+    """The installed nodeqos version, or "unknown" when run from a bare checkout."""
+    try:
+        return importlib.metadata.version("nodeqos")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class AgentMetrics:
+    """The collection loop's metrics; `errors` is the collectors' `ErrorSink`."""
+
+    __slots__ = ("collect_duration", "collector_errors", "missed_ticks", "rounds")
+
+    def __init__(self, registry: CollectorRegistry, *, build_version: str | None = None) -> None:
+        self.collect_duration = Histogram(
+            "nodeqos_agent_collect_duration_seconds",
+            "Time one collector took in one collection round.",
+            ["collector"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.collector_errors = Counter(
+            "nodeqos_agent_collector_errors",
+            "Sample sets a collector lost (one pod, container or file), by reason.",
+            ["collector", "reason"],
+            registry=registry,
+        )
+        self.missed_ticks = Counter(
+            "nodeqos_agent_collect_missed_ticks",
+            "Collection ticks skipped because the previous round overran its deadline.",
+            registry=registry,
+        )
+        self.rounds = Counter(
+            "nodeqos_agent_collect_rounds", "Collection rounds run.", registry=registry
+        )
+        info = Info("nodeqos_agent_build", "The running agent's build.", registry=registry)
+        info.info({"version": build_version or version()})
+
+    def errors(self, collector: str, reason: Reason, /) -> None:
+        """Count one lost sample set (the collectors' ErrorSink)."""
+        self.collector_errors.labels(collector, reason.value).inc()
+
+    def missed(self, ticks: int) -> None:
+        """Count skipped ticks (the Ticker's on_missed)."""
+        self.missed_ticks.inc(ticks)
+
+
+_GAUGES: tuple[tuple[str, str, MetricKind], ...] = (
+    ("nodeqos_agent_node_cpu_usage_cores", "CPU the node uses, in cores.", kinds.NODE_CPU_USAGE),
+    (
+        "nodeqos_agent_node_memory_usage_bytes",
+        "Memory the node uses without page cache (MemTotal - MemAvailable), in bytes.",
+        kinds.NODE_MEMORY_USAGE,
+    ),
+)
+
+
+class NodeUsageCollector:
+    """Node CPU and memory gauges: the latest sample in the cache, if recent enough.
+
+    A sample older than `max_age` seconds is not shown: a stalled collector must
+    not look like a steady node.
+    """
+
+    def __init__(self, cache: MetricCache, clock: Clock, *, max_age: float) -> None:
+        self._cache = cache
+        self._clock = clock
+        self._max_age = max_age
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples (so registering does not query the cache)."""
+        for name, doc, _kind in _GAUGES:
+            yield GaugeMetricFamily(name, doc)
+
+    def collect(self) -> Iterator[Metric]:
+        """The families with the latest values."""
+        now = self._clock.time()
+        for name, doc, kind in _GAUGES:
+            family = GaugeMetricFamily(name, doc)
+            latest = self._cache.aggregate(kind, {}, now - self._max_age, now)
+            if latest is not None:
+                family.add_metric([], latest.last)
+            yield family

@@ -1,0 +1,193 @@
+"""The collectors against the machine's real cgroup v1 hierarchy and a real busy process.
+
+A kubepods-like cgroupfs tree is created under a unique test root in the cpu,
+cpuacct and memory hierarchies; a tmp dir whose `cpu`, `cpuacct` and `memory`
+entries are symlinks to those test roots serves as the agent's cgroup root, so
+the agent sees an ordinary kubepods hierarchy without any bind mount. One
+busy Python process is moved into the container cgroup; the pod CPU the agent
+measures must agree with the process's own utime+stime within 10%. The
+process is always killed and every directory removed, children first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+import cgroups
+from agent import config, standalone
+from agent.collectors import FileReader
+from agent.schedule import SystemClock
+from metriccache import kinds
+
+pytestmark = pytest.mark.realcgroup
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_ROOT = Path("/proc")
+SUBSYSTEMS = ("cpu", "cpuacct", "memory")
+BALLAST_MIB = 32
+BUSY = (
+    f"import sys\nsys.stdin.readline()\nballast = b'x' * ({BALLAST_MIB} << 20)\nwhile True: pass\n"
+)
+
+
+def _unusable() -> str | None:
+    """Why the real v1 hierarchies cannot be used here, or None if they can."""
+    for subsystem, probe in (
+        ("cpu", "cpu.cfs_quota_us"),
+        ("cpuacct", "cpuacct.usage"),
+        ("memory", "memory.stat"),
+    ):
+        mount = CGROUP_ROOT / subsystem
+        if not (mount / probe).is_file():
+            return f"{mount} is not a cgroup v1 {subsystem} hierarchy"
+        if not os.access(mount, os.W_OK):
+            return f"{mount} is not writable by this user"
+    return None
+
+
+@dataclass
+class RealTree:
+    fake_root: Path  # the agent's --cgroup-root
+    uid: str
+    cid: str
+    container_dirs: list[Path]
+
+
+@pytest.fixture
+def real_tree(tmp_path: Path) -> Iterator[RealTree]:
+    """kubepods/besteffort/pod<uid>/<cid> in cpu, cpuacct and memory; removed afterwards."""
+    reason = _unusable()
+    if reason is not None:
+        pytest.skip(reason)
+    suffix = uuid.uuid4().hex[:12]
+    uid, cid = str(uuid.uuid4()), uuid.uuid4().hex * 2
+    rel = ["kubepods", "besteffort", f"pod{uid}", cid]
+    created: list[Path] = []
+    fake_root = tmp_path / "cgroup"
+    fake_root.mkdir()
+    try:
+        for subsystem in SUBSYSTEMS:
+            test_root = CGROUP_ROOT / subsystem / f"nodeqos-test-{suffix}"
+            path = test_root
+            for part in [None, *rel]:
+                path = path / part if part else path
+                path.mkdir()
+                created.append(path)
+            (fake_root / subsystem).symlink_to(test_root)
+        yield RealTree(fake_root, uid, cid, [d for d in created if d.name == cid])
+    finally:
+        for path in reversed(created):  # children first
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)  # the killed process may still be leaving
+
+
+@pytest.fixture
+def busy_process(real_tree: RealTree) -> Iterator[subprocess.Popen[bytes]]:
+    """A spinning Python process moved into the container cgroup; always killed.
+
+    v1 does not move memory charges with a task, so the process allocates (and
+    touches) its 32 MiB only once it has been moved.
+    """
+    proc = subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        for container_dir in real_tree.container_dirs:
+            (container_dir / "cgroup.procs").write_text(str(proc.pid))
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    procfs = cgroups.ProcFS(PROC_ROOT)
+    return procfs.ticks_to_seconds(procfs.read_pid_stat(pid).cpu_ticks)
+
+
+def test_pod_cpu_matches_the_process_own_accounting(
+    tmp_path: Path, real_tree: RealTree, busy_process: subprocess.Popen[bytes]
+) -> None:
+    """Over ~2 s the agent's pod CPU is within 10% of the process's utime+stime rate,
+    and the pod's memory holds the process's ballast."""
+    cfg = config.AgentConfig(
+        node_name="real",
+        cgroup_root=real_tree.fake_root,
+        proc_root=PROC_ROOT,
+        metric_cache_path=tmp_path / "state" / "metriccache.db",
+        metrics_addr=None,
+        standalone=True,
+    )
+    clock = SystemClock()
+    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    try:
+        assert (agent.fs.version, agent.fs.driver) == (
+            cgroups.CgroupVersion.V1,
+            cgroups.Driver.CGROUPFS,
+        )
+        time.sleep(0.2)  # let the process get going
+        cpu_before, wall_before = _process_cpu_seconds(busy_process.pid), time.monotonic()
+        agent.collection.run_round()
+        time.sleep(2.0)
+        agent.collection.run_round()
+        cpu_after, wall_after = _process_cpu_seconds(busy_process.pid), time.monotonic()
+        expected = (cpu_after - cpu_before) / (wall_after - wall_before)
+        now = clock.time()
+        pod = agent.cache.aggregate(kinds.POD_CPU_USAGE, {"pod_uid": real_tree.uid}, now - 5, now)
+        labels = {"pod_uid": real_tree.uid, "container_id": real_tree.cid}
+        container = agent.cache.aggregate(kinds.CONTAINER_CPU_USAGE, labels, now - 5, now)
+        memory = agent.cache.aggregate(
+            kinds.POD_MEMORY_USAGE, {"pod_uid": real_tree.uid}, now - 5, now
+        )
+    finally:
+        agent.close()
+    assert pod is not None and container is not None and memory is not None
+    assert expected > 0.2, f"the busy process barely ran ({expected:.2f} cores)"
+    assert pod.last == pytest.approx(expected, rel=0.10)
+    assert container.last == pytest.approx(expected, rel=0.10)
+    assert memory.last >= BALLAST_MIB << 20
+    print(f"pod cpu {pod.last:.4f} cores vs process {expected:.4f} cores")
+
+
+def test_kept_open_cgroup_file_rereads_and_reports_removal() -> None:
+    """On cgroupfs a pread at 0 regenerates the file, and a removed cgroup reads as gone."""
+    reason = _unusable()
+    if reason is not None:
+        pytest.skip(reason)
+    directory = CGROUP_ROOT / "cpuacct" / f"nodeqos-test-{uuid.uuid4().hex[:12]}"
+    directory.mkdir()
+    reader = FileReader(max_open=4)
+    try:
+        usage = str(directory / "cpuacct.usage")
+        assert reader.read(usage) == b"0\n"
+        burn = "import sys\nsys.stdin.readline()\nsum(range(3_000_000))\n"
+        with subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE) as child:
+            (directory / "cgroup.procs").write_text(str(child.pid))
+            child.communicate(b"go\n", timeout=30)  # it burns a little CPU inside, then exits
+        assert int(reader.read(usage)) > 0  # same descriptor, fresh content
+        directory.rmdir()
+        with pytest.raises(cgroups.CgroupGone):
+            reader.read(usage)
+        assert reader.open_files == 0
+    finally:
+        reader.close()
+        if directory.exists():
+            directory.rmdir()
