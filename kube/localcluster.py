@@ -41,7 +41,13 @@ def register_node(
     unschedulable: bool = False,
     ready: bool = True,
 ) -> dict[str, Any]:
-    """Create (or update) a Node and report its status like a kubelet would."""
+    """Create (or update) a Node and report its status like a kubelet would.
+
+    The API server's TaintNodesByCondition admission taints every new Node
+    `node.kubernetes.io/not-ready:NoSchedule`, and the node lifecycle controller
+    that lifts it once the node is Ready does not run here; a Ready node
+    therefore gets exactly `taints` back, a not-ready one keeps the taint.
+    """
     resources = {"cpu": cpu, "memory": memory, "pods": pods}
     body: dict[str, Any] = {
         "apiVersion": "v1",
@@ -60,6 +66,9 @@ def register_node(
         if not err.conflict:
             raise
         client.patch(path, {"metadata": body["metadata"], "spec": body["spec"]})
+    else:
+        if ready:  # what the node lifecycle controller would do (see above)
+            client.patch(path, {"spec": {"taints": body["spec"]["taints"]}})
     status = {
         "capacity": resources,
         "allocatable": resources,

@@ -31,22 +31,39 @@ class ConfigKind(enum.StrEnum):
     UPSTREAM = "DeschedulerPolicy"
 
 
-# The plugins a profile runs unless it disables them: Koordinator enables its
+# The plugins a profile runs unless it disables them. Koordinator enables its
 # MigrationController at evict and filter (`default_plugins.go`);
 # kubernetes-sigs/descheduler always runs DefaultEvictor at filter and
 # preEvictionFilter (`policyconfig.go`).
-DEFAULT_PLUGINS: Mapping[ConfigKind, Mapping[ExtensionPoint, tuple[str, ...]]] = MappingProxyType(
+#
+# MigrationController is not implemented yet, so for now BOTH kinds default to
+# DefaultEvictor at filter, preEvictionFilter and evict (at evict it hands the
+# pod to the eviction backend, which is what an empty evict point does too). A
+# file that enables MigrationController explicitly still loads, and fails at
+# start-up with "plugin MigrationController is not implemented yet".
+# TODO(MigrationController): when it lands, switch the Koordinator kind back to
+# {EVICT: ("MigrationController",), FILTER: ("MigrationController",)}.
+_SAFE_DEFAULT_EVICTOR: Mapping[ExtensionPoint, tuple[str, ...]] = MappingProxyType(
     {
-        ConfigKind.KOORDINATOR: {
-            ExtensionPoint.EVICT: ("MigrationController",),
-            ExtensionPoint.FILTER: ("MigrationController",),
-        },
-        ConfigKind.UPSTREAM: {
-            ExtensionPoint.FILTER: ("DefaultEvictor",),
-            ExtensionPoint.PRE_EVICTION_FILTER: ("DefaultEvictor",),
-        },
+        ExtensionPoint.FILTER: ("DefaultEvictor",),
+        ExtensionPoint.PRE_EVICTION_FILTER: ("DefaultEvictor",),
+        ExtensionPoint.EVICT: ("DefaultEvictor",),
     }
 )
+DEFAULT_PLUGINS: Mapping[ConfigKind, Mapping[ExtensionPoint, tuple[str, ...]]] = MappingProxyType(
+    {
+        ConfigKind.KOORDINATOR: _SAFE_DEFAULT_EVICTOR,
+        ConfigKind.UPSTREAM: _SAFE_DEFAULT_EVICTOR,
+    }
+)
+
+# Eviction caps are on by default (DESIGN.md, "Beyond the reference" 4: safe
+# defaults); both references leave them unset (unlimited). As upstream
+# (`evictions.go`: `count+1 > *max`), 0 means "evict nothing". A YAML null
+# means "not set" here, as for any Go pointer field, so it gives the default,
+# not "unlimited": to lift a cap, write a number larger than any cycle needs.
+DEFAULT_MAX_PODS_TO_EVICT_PER_NODE = 5
+DEFAULT_MAX_PODS_TO_EVICT_TOTAL = 20
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -303,13 +320,15 @@ class DeschedulerConfiguration:
         default=None, metadata=fields.spec("nodeSelector", selectors.EITHER)
     )
     max_pods_to_evict_per_node: int | None = field(
-        default=None, metadata=fields.spec("maxNoOfPodsToEvictPerNode", codecs.NON_NEGATIVE)
+        default=DEFAULT_MAX_PODS_TO_EVICT_PER_NODE,
+        metadata=fields.spec("maxNoOfPodsToEvictPerNode", codecs.NON_NEGATIVE),
     )
     max_pods_to_evict_per_namespace: int | None = field(
         default=None, metadata=fields.spec("maxNoOfPodsToEvictPerNamespace", codecs.NON_NEGATIVE)
     )
     max_pods_to_evict_total: int | None = field(
-        default=None, metadata=fields.spec("maxNoOfPodsToEvictTotal", codecs.NON_NEGATIVE)
+        default=DEFAULT_MAX_PODS_TO_EVICT_TOTAL,
+        metadata=fields.spec("maxNoOfPodsToEvictTotal", codecs.NON_NEGATIVE),
     )
     eviction_failure_event_notification: bool = field(
         default=False, metadata=fields.spec("evictionFailureEventNotification", codecs.BOOL)

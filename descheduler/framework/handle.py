@@ -10,7 +10,11 @@ plugins (every factory receives it):
   single pod (filters) and need the cluster around it; it raises between cycles;
 - `profile`: the profile's name (for log lines);
 - `dry_run`: whether evictions are only pretended this run; plugins with state
-  that outlives a cycle (cool-downs) must not let a pretended eviction change it.
+  that outlives a cycle (cool-downs) must not let a pretended eviction change it;
+- `client`: the API client, for plugins that keep objects of their own in the
+  cluster (MigrationController's PodMigrationJobs); None offline (`simulate`,
+  the daemon's start-up check build), where such a plugin must still build;
+- `recorder`: the Event recorder the eviction backends use, or None.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from descheduler.framework.cycle import Decisions
 from descheduler.framework.interfaces import Clock, Evictor
 from descheduler.framework.snapshot import Snapshot
+from kube import events, rest
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,3 +36,5 @@ class Handle:
     snapshot: Callable[[], Snapshot]
     profile: str = ""
     dry_run: bool = False
+    client: rest.Rest | None = None
+    recorder: events.Recorder | None = None

@@ -36,7 +36,7 @@ from descheduler.framework.interfaces import (
 )
 from descheduler.framework.metrics import Metrics
 from descheduler.framework.registry import Registry, RegistryError
-from kube import selectors
+from kube import events, rest, selectors
 
 _UNSUPPORTED = (ExtensionPoint.PRE_SORT, ExtensionPoint.SORT)
 
@@ -72,13 +72,20 @@ def build_profiles(
     cell: CycleCell,
     metrics: Metrics,
     clock: Clock,
+    client: rest.Rest | None = None,
+    recorder: events.Recorder | None = None,
 ) -> tuple[ProfileRuntime, ...]:
-    """Every profile built, or one StartupError listing every problem."""
+    """Every profile built, or one StartupError listing every problem.
+
+    `client` and `recorder` reach plugins through their Handle (None offline).
+    """
     problems: list[str] = []
     built = []
     for position, profile in enumerate(profiles):
         where = f"profiles[{position}] ({profile.name})"
-        runtime = _build(profile, registry, where, problems, core, cell, metrics, clock)
+        runtime = _build(
+            profile, registry, where, problems, core, cell, metrics, clock, client, recorder
+        )
         if runtime is not None:
             built.append(runtime)
     if problems:
@@ -95,6 +102,8 @@ def _build(
     cell: CycleCell,
     metrics: Metrics,
     clock: Clock,
+    client: rest.Rest | None,
+    recorder: events.Recorder | None,
 ) -> ProfileRuntime | None:
     decisions = Decisions(cell, metrics, profile.name)
     proxy = EvictorProxy(core, decisions)
@@ -105,6 +114,8 @@ def _build(
         snapshot=cell.snapshot,
         profile=profile.name,
         dry_run=core.dry_run,
+        client=client,
+        recorder=recorder,
     )
     before = len(problems)
     instances: dict[str, object] = {}

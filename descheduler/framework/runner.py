@@ -42,7 +42,7 @@ from descheduler.framework.registry import Registry
 from descheduler.framework.report import CycleReport, Note, PluginFailure
 from descheduler.framework.snapshot import Snapshot
 from descheduler.framework.sources import ClusterSource, SourceNotReady
-from kube import selectors
+from kube import events, rest, selectors
 
 log = logging.getLogger("descheduler.runner")
 
@@ -87,8 +87,14 @@ class Runner:
         metrics: Metrics,
         clock: Clock = utc_now,
         timer: Callable[[], float] = time.perf_counter,
+        client: rest.Rest | None = None,
+        recorder: events.Recorder | None = None,
     ) -> Runner:
-        """Build every profile (raises `StartupError` listing every problem)."""
+        """Build every profile (raises `StartupError` listing every problem).
+
+        `client` and `recorder` are handed to plugins through their Handle
+        (MigrationController needs both); leave them None offline.
+        """
         cell = CycleCell()
         core = EvictionCore(
             cell=cell,
@@ -102,7 +108,14 @@ class Runner:
             dry_run=cfg.dry_run,
         )
         profiles = build_profiles(
-            cfg.profiles, registry, core=core, cell=cell, metrics=metrics, clock=clock
+            cfg.profiles,
+            registry,
+            core=core,
+            cell=cell,
+            metrics=metrics,
+            clock=clock,
+            client=client,
+            recorder=recorder,
         )
         return cls(
             profiles,

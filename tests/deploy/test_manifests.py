@@ -147,3 +147,130 @@ def test_agent_rbac_is_least_privilege(
 ) -> None:
     """The agent's ServiceAccount may do exactly what it needs."""
     assert can(kube, AGENT, verb, resource, group=group, subresource=subresource) is allowed
+
+
+DESCHEDULER = "system:serviceaccount:nodeqos-system:nodeqos-descheduler"
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "group", "subresource", "namespace", "allowed"),
+    [
+        pytest.param("create", "pods", "", "eviction", "default", True, id="evict-pods"),
+        pytest.param("watch", "pods", "", "", "", True, id="watch-pods"),
+        pytest.param("list", "nodes", "", "", "", True, id="list-nodes"),
+        pytest.param("watch", "namespaces", "", "", "", True, id="watch-namespaces"),
+        pytest.param("list", "poddisruptionbudgets", "policy", "", "", True, id="list-pdbs"),
+        pytest.param(
+            "watch",
+            "priorityclasses",
+            "scheduling.k8s.io",
+            "",
+            "",
+            True,
+            id="watch-priorityclasses",
+        ),
+        pytest.param(
+            "list", "nodemetrics", "slo.koordinator.sh", "", "", True, id="list-nodemetrics"
+        ),
+        pytest.param("create", "events", "", "", "default", True, id="record-events"),
+        pytest.param(
+            "update", "leases", "coordination.k8s.io", "", "nodeqos-system", True, id="update-lease"
+        ),
+        pytest.param(
+            "create", "leases", "coordination.k8s.io", "", "nodeqos-system", True, id="create-lease"
+        ),
+        pytest.param(
+            "update",
+            "leases",
+            "coordination.k8s.io",
+            "",
+            "kube-system",
+            False,
+            id="no-leases-elsewhere",
+        ),
+        pytest.param("get", "secrets", "", "", "nodeqos-system", False, id="no-secrets"),
+        pytest.param("delete", "nodes", "", "", "", False, id="no-node-deletes"),
+        pytest.param("delete", "pods", "", "", "default", False, id="no-pod-deletes"),
+        pytest.param("update", "pods", "", "", "default", False, id="no-pod-writes"),
+        pytest.param(
+            "update",
+            "nodemetrics",
+            "slo.koordinator.sh",
+            "status",
+            "",
+            False,
+            id="no-nodemetric-writes",
+        ),
+        pytest.param(
+            "create",
+            "podmigrationjobs",
+            "scheduling.koordinator.sh",
+            "",
+            "",
+            False,
+            id="no-podmigrationjobs-yet",
+        ),
+    ],
+)
+def test_descheduler_rbac_is_least_privilege(
+    kube: rest.Rest,
+    applied: object,
+    verb: str,
+    resource: str,
+    group: str,
+    subresource: str,
+    namespace: str,
+    allowed: bool,
+) -> None:
+    """The descheduler's ServiceAccount may do exactly what the daemon needs."""
+    assert (
+        can(
+            kube,
+            DESCHEDULER,
+            verb,
+            resource,
+            group=group,
+            subresource=subresource,
+            namespace=namespace,
+        )
+        is allowed
+    )
+
+
+def test_descheduler_configmap_loads_and_starts() -> None:
+    """The example configuration in the ConfigMap loads and its profiles build."""
+    from prometheus_client import CollectorRegistry
+
+    from descheduler import config, framework, plugins
+    from descheduler.app import simulate
+
+    (configmap,) = (
+        doc
+        for name, doc in documents()
+        if name == "descheduler.yaml" and doc["kind"] == "ConfigMap"
+    )
+    loaded = config.load_config(configmap["data"]["descheduler.yaml"])
+    assert loaded.leader_election.resource_namespace == "nodeqos-system"
+    framework.Runner.from_config(
+        loaded,
+        plugins.registry(),
+        source=framework.StaticSource(),
+        backend=simulate.NoEvictions(),
+        metrics=framework.Metrics(CollectorRegistry()),
+    )
+
+
+def test_descheduler_deployment_reads_its_configmap() -> None:
+    """Two replicas, --config pointing into the mounted ConfigMap, probes on /healthz."""
+    (deployment,) = (
+        doc
+        for name, doc in documents()
+        if name == "descheduler.yaml" and doc["kind"] == "Deployment"
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    assert container["args"] == ["--config=/etc/nodeqos/descheduler.yaml"]
+    assert pod["volumes"][0]["configMap"]["name"] == "nodeqos-descheduler-config"
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/healthz"

@@ -22,9 +22,9 @@ INVALID_PATHS = (
 
 
 def test_valid_file_is_reported_ok() -> None:
-    """A Koordinator user's file validates and exits 0."""
+    """A Koordinator user's file validates (--validate) and exits 0."""
     result = CliRunner().invoke(
-        cli.main, ["--config", str(FIXTURES / "koordinator-lownodeload.yaml")]
+        cli.main, ["--config", str(FIXTURES / "koordinator-lownodeload.yaml"), "--validate"]
     )
     assert result.exit_code == 0, result.output
     assert result.output == "configuration OK\n"

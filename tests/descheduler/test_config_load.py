@@ -46,11 +46,12 @@ def test_koordinator_top_level(koordinator: config.DeschedulerConfiguration) -> 
 def test_koordinator_plugins_are_merged_with_defaults(
     koordinator: config.DeschedulerConfiguration,
 ) -> None:
-    """MigrationController stays at filter by default; evict and balance are as written."""
+    """DefaultEvictor stays at filter by default; evict and balance are as written."""
     profile = koordinator.profiles[0]
     assert profile.enabled(ExtensionPoint.BALANCE) == ("LowNodeLoad",)
     assert profile.enabled(ExtensionPoint.EVICT) == ("MigrationController",)
-    assert profile.enabled(ExtensionPoint.FILTER) == ("MigrationController",)
+    assert profile.enabled(ExtensionPoint.FILTER) == ("DefaultEvictor",)
+    assert profile.enabled(ExtensionPoint.PRE_EVICTION_FILTER) == ("DefaultEvictor",)
     assert profile.enabled(ExtensionPoint.DESCHEDULE) == ()
 
 
@@ -141,20 +142,29 @@ def test_enabled_plugin_without_config_gets_default_args(
 
 
 def test_empty_koordinator_config_is_the_koordinator_default() -> None:
-    """No profiles: one profile named koord-descheduler with MigrationController."""
+    """No profiles: one profile named koord-descheduler with DefaultEvictor (for now).
+
+    MigrationController (Koordinator's default evictor) is not implemented yet;
+    its Args still default as Koordinator's do.
+    """
     loaded = load("""
         apiVersion: descheduler/v1alpha2
         kind: DeschedulerConfiguration
     """)
     (profile,) = loaded.profiles
     assert profile.name == "koord-descheduler"
-    assert profile.enabled(ExtensionPoint.EVICT) == ("MigrationController",)
-    args = profile.args("MigrationController")
-    assert isinstance(args, migrationcontroller.Args)
+    for point in (
+        ExtensionPoint.FILTER,
+        ExtensionPoint.PRE_EVICTION_FILTER,
+        ExtensionPoint.EVICT,
+    ):
+        assert profile.enabled(point) == ("DefaultEvictor",), point
+    assert "MigrationController" not in profile.plugin_config
+    args = migrationcontroller.Args.from_mapping({})
     assert args.max_migrating_per_node == 2
     assert args.evict_qps == 10.0
     assert args.evict_burst == 1
-    assert args.default_job_mode is migration_args.JobMode.RESERVATION_FIRST
+    assert args.default_job_mode is migration_args.JobMode.EVICT_DIRECTLY
     assert args.default_job_ttl == timedelta(minutes=5)
     assert args.scheduler_names == ("koord-scheduler",)
     assert dict(args.object_limiters) == {
@@ -176,7 +186,7 @@ def test_upstream_policy_without_profiles_has_none() -> None:
 
 
 def test_disabled_star_removes_defaults() -> None:
-    """`disabled: ["*"]` drops MigrationController; enabled plugins are appended."""
+    """`disabled` drops defaults ("*": all of them); enabled plugins are appended."""
     loaded = load("""
         apiVersion: descheduler/v1alpha2
         kind: DeschedulerConfiguration
@@ -187,7 +197,7 @@ def test_disabled_star_removes_defaults() -> None:
               disabled: [{name: "*"}]
               enabled: [{name: DefaultEvictor}]
             evict:
-              disabled: [{name: MigrationController}]
+              disabled: [{name: DefaultEvictor}]
     """)
     profile = loaded.profiles[0]
     assert profile.enabled(ExtensionPoint.FILTER) == ("DefaultEvictor",)
@@ -238,3 +248,46 @@ def test_top_level_node_selector_mapping_form() -> None:
           matchLabels: {pool: online}
     """)
     assert loaded.node_selector == kube_selectors.parse_selector("pool=online")
+
+
+def test_eviction_caps_are_on_by_default() -> None:
+    """Safe defaults: 5 per node and 20 per cycle, per namespace unset (unlimited)."""
+    for kind in ConfigKind:
+        loaded = config.default_configuration(kind)
+        assert loaded.max_pods_to_evict_per_node == 5
+        assert loaded.max_pods_to_evict_total == 20
+        assert loaded.max_pods_to_evict_per_namespace is None
+
+
+def test_upstream_policy_gets_default_evictor_at_every_evictor_point() -> None:
+    """Both kinds default to DefaultEvictor at filter, preEvictionFilter and evict."""
+    loaded = load("""
+        apiVersion: descheduler/v1alpha2
+        kind: DeschedulerPolicy
+        profiles:
+        - name: p
+    """)
+    profile = loaded.profiles[0]
+    for point in (
+        ExtensionPoint.FILTER,
+        ExtensionPoint.PRE_EVICTION_FILTER,
+        ExtensionPoint.EVICT,
+    ):
+        assert profile.enabled(point) == ("DefaultEvictor",), point
+
+
+@pytest.mark.parametrize(
+    ("written", "per_node", "total"),
+    [
+        pytest.param("maxNoOfPodsToEvictPerNode: 0\n", 0, 20, id="zero-means-evict-nothing"),
+        pytest.param("maxNoOfPodsToEvictPerNode: null\n", 5, 20, id="null-means-default"),
+        pytest.param("maxNoOfPodsToEvictTotal: 100000\n", 5, 100000, id="large-lifts-the-cap"),
+    ],
+)
+def test_explicit_eviction_caps(written: str, per_node: int, total: int) -> None:
+    """Any value is allowed; 0 evicts nothing (as upstream), null keeps the default."""
+    loaded = config.load_config(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n" + written
+    )
+    assert loaded.max_pods_to_evict_per_node == per_node
+    assert loaded.max_pods_to_evict_total == total

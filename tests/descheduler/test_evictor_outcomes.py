@@ -166,7 +166,10 @@ def test_evict_point_plugin_carries_out_the_eviction() -> None:
         profiles=[
             {
                 "name": "koord",
-                "plugins": {"evict": {"enabled": ["Migrator"]}, "balance": {"enabled": ["All"]}},
+                "plugins": {
+                    "evict": {"enabled": ["Migrator"], "disabled": ["*"]},
+                    "balance": {"enabled": ["All"]},
+                },
             }
         ]
     )
@@ -228,7 +231,10 @@ def test_a_raising_evict_plugin_releases_its_slot_and_is_reported() -> None:
         profiles=[
             {
                 "name": "p",
-                "plugins": {"evict": {"enabled": ["Exploding"]}, "balance": {"enabled": ["Try"]}},
+                "plugins": {
+                    "evict": {"enabled": ["Exploding"], "disabled": ["*"]},
+                    "balance": {"enabled": ["Try"]},
+                },
             }
         ],
     )

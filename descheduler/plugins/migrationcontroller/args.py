@@ -197,8 +197,12 @@ class MigrationControllerArgs(fields.PluginArgs):
             codecs.MapOf(fields.Nested(ObjectLimiter), key=codecs.KeyChoice(LIMITER_KINDS)),
         ),
     )
+    # Koordinator defaults to ReservationFirst, which needs koord-scheduler and
+    # Reservation objects that nodeqos does not have; EvictDirectly is the mode
+    # that works here, so a Koordinator file without this key still starts.
+    # Selecting ReservationFirst explicitly fails at start-up, saying why.
     default_job_mode: JobMode = field(
-        default=JobMode.RESERVATION_FIRST,
+        default=JobMode.EVICT_DIRECTLY,
         metadata=fields.spec("defaultJobMode", codecs.Choice(JobMode)),
     )
     default_job_ttl: timedelta = field(

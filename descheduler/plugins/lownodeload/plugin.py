@@ -1,0 +1,309 @@
+"""The LowNodeLoad balance plugin: one `plan.plan` per cycle, carried out through the framework.
+
+The runner calls `balance(snapshot)` once per cycle. The plugin keeps what must
+outlive a cycle (the `AnomalyDetector` and the per-workload `CoolDown`) and
+connects the pure planner to the framework:
+
+- `evictable(pod)` asks the eviction limits, then the profile's evictor
+  filters and pre-eviction filters (nodeFit), without recording anything: the
+  refusal becomes the candidate's `Decision`, which the plugin records;
+- `try_evict(decision)` asks `handle.evictor.evict(...)` with the source's
+  high-mark excess as the reason, the planned destination and the pod's
+  measured usage (so the snapshot moves that usage with the pod). A refusal is
+  recorded by the evictor itself (pdb_blocked, limit_reached, ...), so the
+  plugin does not record that candidate again.
+
+Every candidate `plan` tries thus ends with exactly one record: an eviction or
+a skip with a reason code. Node- and pool-level reasons become notes:
+`metrics_expired` (one per node whose load is unknown), `not_source` (hot, not
+yet confirmed by the detector) and `no_destination` ("no underutilized nodes").
+
+Dry runs decide exactly like real runs (DESIGN.md, "Beyond the reference" 2):
+the plan runs against `cool_down.fork()`, so a pretended eviction never cools
+its workload for the next cycle, and relieved sources keep their detector
+record (a real run resets it; the pretended relief did not happen, so the next
+dry-run cycle must find the node exactly as hot as before). Two kinds:
+
+- the descheduler's `dryRun`: the evictor pretends (PDB prediction, limits,
+  `result="dry_run"`); the plugin learns of it from `handle.dry_run`;
+- the plugin's own `args.dryRun` with a real descheduler: the evictor has no
+  per-call dry run, so the plugin never calls `evict` and logs each eviction
+  it would have asked for, as Koordinator's plugin does (no PDB prediction, no
+  limit counting for the pretended evictions).
+
+Projections: for every node that played a part (source, destination, or hot
+without acting) the plugin sets the snapshot's usage before and after the
+cycle's moves, for the CycleReport and `simulate`. Pods evicted earlier in the
+cycle by other plugins are taken out of their node's NodeMetric (and added to
+their projected destination's) before planning, so this plugin sees them gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from descheduler.config import PluginArgs
+from descheduler.framework import Handle, Reason, Refusal, Snapshot
+from descheduler.plugins.lownodeload import fit, plan
+from descheduler.plugins.lownodeload.anomaly import AnomalyDetector
+from descheduler.plugins.lownodeload.args import DEFAULT_POOL_NAME, LowNodeLoadArgs
+from descheduler.plugins.lownodeload.cooldown import CoolDown
+from descheduler.plugins.lownodeload.outcome import Answer, Decision, Plan, Role
+from kube import objects, slo
+from kube.quantity import EMPTY, Resources
+
+__all__ = ["NAME", "LowNodeLoad", "factory"]
+
+NAME = "LowNodeLoad"
+
+log = logging.getLogger("descheduler.plugins.lownodeload")
+
+# What `try_evict` answers `plan` when the evictor refused: the evictor has
+# already recorded the real reason code, so this one is never recorded.
+_REFUSED_BY_EVICTOR = "refused_by_evictor"
+_PLAYED_A_PART = frozenset({Role.SOURCE, Role.DESTINATION})
+
+
+class LowNodeLoad:
+    """Koordinator's LowNodeLoad on the nodeqos framework (a Balance plugin)."""
+
+    name = NAME
+
+    def __init__(self, args: LowNodeLoadArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.detector = AnomalyDetector(forget_after=args.detector_cache_timeout)
+        self.cool_down = CoolDown()
+
+    def balance(self, snapshot: Snapshot) -> None:
+        if self.args.paused:
+            log.info("%s (profile %s) is paused; nothing to do", NAME, self.handle.profile)
+            return
+        framework_dry = self.handle.dry_run
+        dry = self.args.dry_run or framework_dry
+        metrics = projected_metrics(snapshot)
+        attempts = _Attempts(self.handle, metrics, pretend=self.args.dry_run and not framework_dry)
+        nodes = snapshot.nodes
+        result = plan.plan(
+            nodes,
+            {node.name: snapshot.pods_on(node.name) for node in nodes},
+            metrics,
+            self.args,
+            now=snapshot.taken_at,
+            detector=self.detector,
+            cool_down=self.cool_down.fork() if dry else self.cool_down,
+            evictable=attempts.evictable,
+            try_evict=attempts.try_evict,
+        )
+        self._record(result, attempts.refused)
+        self._project(snapshot, result, metrics, attempts)
+        if not dry:
+            for node in result.relieved:
+                self.detector.reset(node)
+        log.info(
+            "%s%s (profile %s): %d sources, %d destinations, %d evicted, %d passed over",
+            "[dry-run] " if dry else "",
+            NAME,
+            self.handle.profile,
+            sum(len(p.sources) for p in result.pools),
+            sum(len(p.destinations) for p in result.pools),
+            len(result.evicted),
+            len(result.decisions) - len(result.evicted),
+        )
+
+    def _record(self, result: Plan, refused: set[str]) -> None:
+        """A skip per candidate the evictor did not record, a note per node or pool reason."""
+        decisions = self.handle.decisions
+        for decision in result.decisions:
+            if decision.reason is None or decision.pod.uid in refused:  # the evictor recorded it
+                continue
+            decisions.skip(
+                decision.pod, plugin=NAME, reason=Reason(decision.reason), detail=decision.detail
+            )
+        blocked_pools: set[str] = set()
+        for pool in result.pools:
+            if pool.reason is None:
+                continue
+            blocked_pools.add(pool.name)
+            detail = pool.detail
+            if pool.name != DEFAULT_POOL_NAME:
+                detail = f"node pool {pool.name}: {detail}"
+            if pool.sources:
+                detail += f"; hot nodes left as they are: {', '.join(pool.sources)}"
+            decisions.note(Reason(pool.reason), detail, plugin=NAME)
+        for report in result.nodes.values():
+            if report.role is Role.UNKNOWN:
+                decisions.note(
+                    Reason.METRICS_EXPIRED,
+                    f"{report.detail}; neither source nor destination",
+                    plugin=NAME,
+                )
+            elif report.reason == plan.NOT_SOURCE:
+                decisions.note(
+                    Reason.NOT_SOURCE, f"node {report.node}: {report.detail}", plugin=NAME
+                )
+            elif report.reason == fit.NO_DESTINATION and report.pool not in blocked_pools:
+                decisions.note(
+                    Reason.NO_DESTINATION,
+                    f"node {report.node}: no underutilized nodes for its {report.track} load",
+                    plugin=NAME,
+                )
+
+    @staticmethod
+    def _project(
+        snapshot: Snapshot,
+        result: Plan,
+        metrics: Mapping[str, slo.NodeMetric],
+        attempts: _Attempts,
+    ) -> None:
+        """Usage at the start of the cycle and after it, for every node that played a part.
+
+        The plan's ledger holds each node's load after the moves; the load it
+        started from is that with the moves taken back. Before is the NodeMetric's
+        reading, so when earlier plugins moved pods (`metrics` were adjusted) it
+        is read from the NodeMetric itself. When the plugin only pretended, after
+        is where the plan started: its moves did not happen.
+        """
+        start: dict[str, dict[str, int]] = {}
+        for decision in result.evicted:
+            moved = attempts.usage_of(decision.source, decision.pod)
+            for node, sign in ((decision.source, 1), (decision.destination, -1)):
+                if node is not None:
+                    amounts = start.setdefault(node, dict(result.ledger.usage(node)))
+                    for name, amount in moved.items():
+                        amounts[name] = amounts.get(name, 0) + sign * amount
+        adjusted = metrics is not snapshot.node_metrics
+        for name, report in result.nodes.items():
+            hot = report.reason in (plan.NOT_SOURCE, fit.NO_DESTINATION)
+            measured = snapshot.node_metric(name)
+            if measured is None or not (report.role in _PLAYED_A_PART or hot):
+                continue
+            after = result.ledger.usage(name)
+            began = Resources(start[name]) if name in start else after
+            snapshot.set_usage(name, measured_load(measured) if adjusted else began)
+            snapshot.set_usage(name, began if attempts.pretend else after)
+
+
+class _Attempts:
+    """The two callbacks of one `plan` call, and what the evictor refused."""
+
+    def __init__(
+        self, handle: Handle, metrics: Mapping[str, slo.NodeMetric], *, pretend: bool
+    ) -> None:
+        self.handle = handle
+        self.metrics = metrics
+        self.pretend = pretend  # the plugin's own dryRun: never call evict
+        self.refused: set[str] = set()  # pod UIDs whose refusal the evictor recorded
+        self._pod_usage: dict[str, dict[str, Resources]] = {}
+
+    def evictable(self, pod: objects.Pod) -> Answer:
+        """The eviction limits, then the evictor's filters and pre-eviction filters; records nothing.
+
+        Limits come first (the evictor checks them last): once a cap is reached,
+        every later candidate it covers is refused at once, without running the
+        filters, so a capped cycle over a big cluster stays cheap.
+        """
+        evictor = self.handle.evictor
+        if evictor.total_limit_reached():
+            return Refusal(Reason.LIMIT_REACHED, "maxNoOfPodsToEvictTotal reached")
+        if evictor.node_limit_reached(pod.node_name):
+            return Refusal(
+                Reason.LIMIT_REACHED, f"maxNoOfPodsToEvictPerNode reached on node {pod.node_name}"
+            )
+        if evictor.namespace_limit_reached(pod.namespace):
+            return Refusal(
+                Reason.LIMIT_REACHED,
+                f"maxNoOfPodsToEvictPerNamespace reached in namespace {pod.namespace}",
+            )
+        return evictor.filter(pod) or evictor.pre_eviction_filter(pod)
+
+    def try_evict(self, decision: Decision) -> Answer:
+        pod = decision.pod
+        reason = f"node {decision.source} is overutilized: {decision.detail}"
+        if self.pretend:
+            log.info(
+                "[dry-run] %s (profile %s) would evict pod %s from node %s towards %s: %s",
+                NAME,
+                self.handle.profile,
+                pod.key,
+                decision.source,
+                decision.destination,
+                reason,
+            )
+            return None
+        accepted = self.handle.evictor.evict(
+            pod,
+            plugin=NAME,
+            reason=reason,
+            destination=decision.destination,
+            usage=self.usage_of(decision.source, pod),
+        )
+        if accepted:
+            return None
+        self.refused.add(pod.uid)
+        return _REFUSED_BY_EVICTOR
+
+    def usage_of(self, node: str, pod: objects.Pod) -> Resources:
+        """The pod's usage as its node's NodeMetric reports it (nothing when unreported)."""
+        found = self._pod_usage.get(node)
+        if found is None:
+            metric = self.metrics.get(node)
+            entries = metric.status.pods_metric if metric is not None else ()
+            found = self._pod_usage[node] = {e.key: e.pod_usage for e in entries}
+        return found.get(pod.key, EMPTY)
+
+
+def measured_load(metric: slo.NodeMetric) -> Resources:
+    """LowNodeLoad's node load: systemUsage + Σ podsMetric[].podUsage (`usage.node_load`)."""
+    info = metric.status.node_metric
+    total = dict(info.system_usage) if info is not None else {}
+    for entry in metric.status.pods_metric:
+        for name, amount in entry.pod_usage.items():
+            total[name] = total.get(name, 0) + amount
+    return Resources(total)
+
+
+def projected_metrics(snapshot: Snapshot) -> Mapping[str, slo.NodeMetric]:
+    """The NodeMetrics as they would read after this cycle's earlier evictions.
+
+    An evicted pod's entry leaves its node's `podsMetric` and joins its projected
+    destination's, so load computed from them follows the snapshot's projection.
+    Without earlier evictions these are the snapshot's own NodeMetrics.
+    """
+    evicted = snapshot.evicted
+    if not evicted:
+        return snapshot.node_metrics
+    gone: dict[str, set[str]] = {}
+    entries: dict[str, slo.PodMetricInfo] = {}
+    for pod in evicted:
+        gone.setdefault(pod.node_name, set()).add(pod.key)
+        metric = snapshot.node_metric(pod.node_name)
+        for entry in metric.status.pods_metric if metric is not None else ():
+            if entry.key == pod.key:
+                entries[pod.uid] = entry
+    arriving: dict[str, list[slo.PodMetricInfo]] = {}
+    for node in snapshot.nodes:
+        for pod in snapshot.arrivals(node.name):
+            if pod.uid in entries:
+                arriving.setdefault(node.name, []).append(entries[pod.uid])
+    adjusted = dict(snapshot.node_metrics)
+    for name in gone.keys() | arriving.keys():
+        metric = adjusted.get(name)
+        if metric is None:
+            continue
+        keys = gone.get(name, set())
+        kept = tuple(e for e in metric.status.pods_metric if e.key not in keys)
+        status = dataclasses.replace(
+            metric.status, pods_metric=kept + tuple(arriving.get(name, ()))
+        )
+        adjusted[name] = dataclasses.replace(metric, status=status)
+    return MappingProxyType(adjusted)
+
+
+def factory(args: PluginArgs, handle: Handle) -> LowNodeLoad:
+    if not isinstance(args, LowNodeLoadArgs):
+        raise TypeError(f"{NAME} needs LowNodeLoadArgs, not {type(args).__name__}")
+    return LowNodeLoad(args, handle)
