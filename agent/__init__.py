@@ -1,15 +1,19 @@
 """The nodeqos node agent: collectors, states informer, NodeMetric reporter, CLI.
 
-The collection half lives here so far:
-
 - `agent.cli` - `nodeqos-agent`, the composition root (flags -> `AgentConfig`,
   one `CollectorRegistry`, signals);
-- `agent.standalone` - assembles and runs the agent without a cluster;
+- `agent.cluster` - the in-cluster agent: states informer, collection,
+  NodeMetric reporter and QoS plugins, each with its own readiness;
+- `agent.standalone` - the collection half (`assemble`) and the agent without
+  a cluster (`run`);
 - `agent.collectors` - node, pod/container, best-effort group, host
   application, PSI and system-usage collectors; `agent.collection` runs them
   once per round and `agent.schedule` paces the rounds;
-- `agent.discovery` - which pods to read (standalone: scan kubepods);
-- `agent.nodemetric` - the pure NodeMetric status builder;
+- `agent.discovery` - which pods to read: the states informer's pods in a
+  cluster, a scan of kubepods standalone;
+- `agent.states` - the Node, Pods, NodeSLO and NodeMetric informers;
+- `agent.nodemetric` - the pure NodeMetric status builder; `agent.reporter`
+  publishes it;
 - `agent.telemetry`, `agent.health`, `agent.server` - /metrics and /healthz;
 - `agent.features`, `agent.config`, `agent.kinds` - gates, flag values, extra
   metric kinds.

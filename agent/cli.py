@@ -2,9 +2,12 @@
 
 `main` is the composition root: it parses and validates every flag into one
 `AgentConfig`, builds the one `CollectorRegistry`, installs the signal
-handlers and runs the agent. A bad flag value exits with status 2 and says why
-(click's usage-error convention). The literal host paths below are flag
-defaults only; the DaemonSet passes /host/sys/fs/cgroup and /host/proc.
+handlers and runs the agent: in-cluster (`agent.cluster`, the default) or,
+with `--standalone`, without an API server (`agent.standalone`). A bad flag
+value, or credentials that cannot be loaded, exit with status 2 and say why
+(click's usage-error convention); a QoS plugin failing to set up exits 1.
+The literal host paths below are flag defaults only; the DaemonSet passes
+/host/sys/fs/cgroup and /host/proc.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from typing import Any
 import click
 from prometheus_client import CollectorRegistry
 
-from agent import config, features, standalone
+import qosmanager
+from agent import cluster, config, features, standalone
+from qosmanager import features as qfeatures
 
 log = logging.getLogger("agent")
 
@@ -115,14 +120,14 @@ def _raise_open_file_limit() -> None:
     "--feature-gates",
     metavar="GATES",
     default="",
-    callback=_parsed_by(features.FeatureGates.parse),
+    callback=_parsed_by(features.parse),
     help=f"Name=bool,... Gates: {_GATES_HELP}.",
 )
 @click.option(
     "--kubeconfig",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     default=None,
-    help="Kubeconfig for in-cluster mode (default: in-cluster config).",
+    help="Kubeconfig for in-cluster mode (default: the pod's service account).",
 )
 @click.option(
     "--standalone",
@@ -151,24 +156,24 @@ def main(
     collect_interval: float,
     metric_cache_path: Path | None,
     metrics_addr: str,
-    feature_gates: features.FeatureGates,
+    feature_gates: qfeatures.FeatureGates,
     kubeconfig: Path | None,
     standalone_mode: bool,
     run_for: float | None,
     print_nodemetric: bool,
     verbose: bool,
 ) -> None:
-    """Run the nodeqos node agent (Koordinator koordlet compatible)."""
+    """Run the nodeqos node agent (Koordinator koordlet compatible).
+
+    By default the agent runs in the cluster: it watches its Node, Pods, NodeSLO
+    and NodeMetric, publishes the NodeMetric status and runs the QoS plugins.
+    With --standalone it only collects, finding pods in the kubepods cgroups.
+    """
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if not standalone_mode:
-        raise click.UsageError(
-            "in-cluster mode (states informer, NodeMetric reporter) is not available yet; "
-            "run with --standalone"
-        )
     addr = None
     if metrics_addr.strip():
         try:
@@ -190,7 +195,8 @@ def main(
         print_nodemetric=print_nodemetric,
     )
     log.info(
-        "nodeqos-agent standalone on node %s; feature gates %s",
+        "nodeqos-agent %s on node %s; feature gates %s",
+        "standalone" if standalone_mode else "in-cluster",
         node_name,
         cfg.feature_gates.as_dict(),
     )
@@ -201,10 +207,13 @@ def main(
         for signum in (signal.SIGTERM, signal.SIGINT)
     }
     registry = CollectorRegistry()
+    run = standalone.run if standalone_mode else cluster.run
     try:
-        standalone.run(cfg, registry, stop=stop, out=sys.stdout)
+        run(cfg, registry, stop=stop, out=sys.stdout)
     except standalone.ConfigError as err:
         raise click.BadParameter(str(err), param_hint=err.flag) from None
+    except qosmanager.PluginSetupError as err:
+        raise click.ClickException(str(err)) from None
     finally:
         for signum, handler in previous.items():  # main may be called in-process (tests)
             signal.signal(signum, handler)

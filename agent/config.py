@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.features import FeatureGates
+from agent import features
 from kube import quantity
+from qosmanager import features as qfeatures
 
 DEFAULT_METRICS_PORT = 9316  # koordlet's default --addr port
 
@@ -100,7 +101,7 @@ class AgentConfig:
     collect_interval: float = 1.0
     metric_cache_path: Path
     metrics_addr: ListenAddress | None = ListenAddress("", DEFAULT_METRICS_PORT)
-    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    feature_gates: qfeatures.FeatureGates = field(default_factory=features.defaults)
     kubeconfig: Path | None = None
     standalone: bool = False
     run_for: float | None = None

@@ -1,110 +1,45 @@
 """The agent's feature gates: one alphabetical table, parsed from `--feature-gates`.
 
-The CLI parses the flag once into a `FeatureGates` value and hands it to the
-parts that branch on a gate; nothing mutates gates globally, and tests build a
-fresh value with `FeatureGates.parse("PSICollector=true")`.
+The table is qosmanager's built-in strategy gates (`qosmanager.features.
+BUILTIN_FEATURES`, Koordinator's names and defaults from
+pkg/features/koordlet_features.go) plus the gates of the agent's own
+collectors, in the same `Feature` type and parsed by the same `FeatureGates`,
+so a koordlet DaemonSet's `--feature-gates` value carries over unchanged where
+we implement the feature and one flag gates both halves of the agent.
 
-The QoS gate names, defaults and stages are Koordinator's koordlet ones
-(pkg/features/koordlet_features.go), so a koordlet DaemonSet's
-`--feature-gates` value carries over unchanged where we implement the feature.
+The CLI parses the flag once (`parse`) and hands the value to the parts that
+branch on a gate, the QoS manager included; nothing mutates gates globally,
+and tests build a fresh value with `features.parse("PSICollector=true")`.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from qosmanager import features as qfeatures
 
+PSI_COLLECTOR = "PSICollector"
 
-class Stage(enum.Enum):
-    """Maturity of a feature, as Kubernetes names it."""
-
-    ALPHA = "Alpha"
-    BETA = "Beta"
-    GA = "GA"
-
-
-@dataclass(frozen=True, slots=True)
-class Feature:
-    """One gate: its flag name, whether it is on by default, its stage, what it does."""
-
-    name: str
-    default: bool
-    stage: Stage
-    description: str
-
-
-# Keep alphabetical, ignoring case (a test checks): readers scan it, and `--help` lists it as is.
-FEATURES: tuple[Feature, ...] = (
-    Feature("BECPUEvict", False, Stage.ALPHA, "evict best-effort pods starved of CPU"),
-    Feature("BECPUSuppress", True, Stage.BETA, "cap best-effort CPU to what LS pods leave"),
-    Feature("BEMemoryEvict", False, Stage.ALPHA, "evict best-effort pods above the memory line"),
-    Feature("CgroupReconcile", False, Stage.ALPHA, "re-apply QoS cgroup settings that drift"),
-    Feature("CPUBurst", True, Stage.BETA, "let LS pods burst over their CFS quota"),
-    Feature("PSICollector", False, Stage.ALPHA, "collect pressure stall info per pod"),
-    Feature("SystemConfig", False, Stage.ALPHA, "apply node-level system settings"),
+# The collectors' gates; the QoS strategies' gates live with the strategies.
+COLLECTOR_FEATURES: tuple[qfeatures.Feature, ...] = (
+    qfeatures.Feature(
+        PSI_COLLECTOR, False, qfeatures.Stage.ALPHA, "collect pressure stall info per pod"
+    ),
 )
 
-_BY_NAME: Mapping[str, Feature] = MappingProxyType({f.name: f for f in FEATURES})
-
-# strconv.ParseBool, which Kubernetes' --feature-gates parsing uses.
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def known_names() -> str:
-    """The gate names, comma-separated, for error messages."""
-    return ", ".join(_BY_NAME)
+# The one table `--feature-gates` accepts, alphabetical ignoring case (as --help lists it).
+FEATURES: tuple[qfeatures.Feature, ...] = tuple(
+    sorted((*qfeatures.BUILTIN_FEATURES, *COLLECTOR_FEATURES), key=lambda f: f.name.lower())
+)
 
 
-@dataclass(frozen=True, slots=True)
-class FeatureGates:
-    """Which gates the operator set; every other gate keeps its default."""
+def defaults() -> qfeatures.FeatureGates:
+    """Every gate at its default."""
+    return qfeatures.FeatureGates(FEATURES)
 
-    overrides: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
 
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.overrides) - set(_BY_NAME))
-        if unknown:
-            raise ValueError(
-                f"unknown feature gate(s) {', '.join(unknown)}; known: {known_names()}"
-            )
+def parse(text: str) -> qfeatures.FeatureGates:
+    """Gates from "Name=bool,Name=bool"; ValueError names the problem (and the known gates).
 
-    def enabled(self, name: str) -> bool:
-        """Whether gate `name` is on; an unknown name is a programming error."""
-        try:
-            feature = _BY_NAME[name]
-        except KeyError:
-            raise KeyError(f"unknown feature gate {name!r}; known: {known_names()}") from None
-        return self.overrides.get(name, feature.default)
-
-    def as_dict(self) -> dict[str, bool]:
-        """Every gate with its effective value (for logs and /healthz-style output)."""
-        return {name: self.enabled(name) for name in _BY_NAME}
-
-    @classmethod
-    def parse(cls, text: str) -> FeatureGates:
-        """Parse "Name=bool,Name=bool"; raise ValueError saying what is wrong.
-
-        Blank entries are ignored (a trailing comma is fine); a later entry for
-        the same gate wins, as in Kubernetes.
-        """
-        overrides: dict[str, bool] = {}
-        for raw in text.split(","):
-            entry = raw.strip()
-            if not entry:
-                continue
-            name, sep, value = entry.partition("=")
-            name, value = name.strip(), value.strip()
-            if not sep or not name:
-                raise ValueError(f"{entry!r}: expected Name=true|false")
-            if name not in _BY_NAME:
-                raise ValueError(f"unknown feature gate {name!r}; known: {known_names()}")
-            if value in _TRUE:
-                overrides[name] = True
-            elif value in _FALSE:
-                overrides[name] = False
-            else:
-                raise ValueError(f"{entry!r}: {value!r} is not a boolean")
-        return cls(MappingProxyType(overrides))
+    Blank entries are ignored (a trailing comma is fine); a later entry for the
+    same gate wins, as in Kubernetes.
+    """
+    return qfeatures.FeatureGates.from_flag(FEATURES, text)

@@ -79,3 +79,28 @@ class Readiness:
                 name: {"ready": s.ready, "detail": s.detail} for name, s in sorted(states.items())
             },
         }
+
+
+class ComponentHealth:
+    """`qosmanager.states.Health` over a `Readiness`: components register on first report.
+
+    The QoS manager names its components as it goes ("qosmanager",
+    "qosmanager/BECPUSuppress"), so each is registered the first time it
+    reports. Thread-safe: every plugin thread reports.
+    """
+
+    __slots__ = ("_components", "_lock", "_readiness")
+
+    def __init__(self, readiness: Readiness) -> None:
+        self._readiness = readiness
+        self._lock = threading.Lock()
+        self._components: dict[str, Component] = {}
+
+    def set(self, component: str, ready: bool, detail: str) -> None:
+        """Record whether `component` is ready and why."""
+        with self._lock:
+            handle = self._components.get(component)
+            if handle is None:
+                handle = self._readiness.register(component, detail)
+                self._components[component] = handle
+        handle.set(ready, detail)

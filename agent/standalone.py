@@ -1,11 +1,15 @@
 """The standalone agent: collection on any Linux machine, no cluster needed.
 
-`assemble` builds the parts from an `AgentConfig` and the registry `main`
-made: the cgroup hierarchy (detected), /proc, the metric cache, pod discovery
-by scanning kubepods, the collectors and their runner. `run` starts
-`/metrics` + `/healthz`, collects on the deadline schedule until stopped (or
-for `--run-for`), and with `--print-nodemetric` writes the NodeMetric status it
-would publish as YAML.
+`assemble` builds the collection half from an `AgentConfig` and the registry
+`main` made: the cgroup hierarchy (detected), /proc, the metric cache, pod
+discovery (by default by scanning kubepods), the collectors and their runner.
+`run` starts `/metrics` + `/healthz`, collects on the deadline schedule until
+stopped (or for `--run-for`), and with `--print-nodemetric` writes the
+NodeMetric status it would publish as YAML.
+
+The in-cluster agent (`agent.cluster`) assembles the same collection half with
+the states informer's pods as its `PodSource`, and reuses `serve` and
+`print_status`.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 import cgroups
-from agent import collectors, discovery, health, nodemetric, telemetry
+from agent import collectors, discovery, features, health, nodemetric, telemetry
 from agent import kinds as agent_kinds
 from agent.collection import Collection
 from agent.config import AgentConfig
 from agent.schedule import Clock, SystemClock, Ticker
 from agent.server import MetricsServer
+from kube import slo
 from metriccache import MetricCache, MetricCacheError
 
 log = logging.getLogger(__name__)
@@ -63,7 +68,7 @@ class Agent:
     fs: cgroups.CgroupFS
     cache: MetricCache
     reader: collectors.FileReader
-    source: discovery.StandaloneDiscovery
+    source: discovery.PodSource
     collection: Collection
     metrics: telemetry.AgentMetrics
     readiness: health.Readiness
@@ -80,13 +85,23 @@ def assemble(
     clock: Clock,
     *,
     flush_interval: float | None = 5.0,
+    fs: cgroups.CgroupFS | None = None,
+    source: discovery.PodSource | None = None,
+    readiness: health.Readiness | None = None,
 ) -> Agent:
-    """Build the standalone agent's parts; `ConfigError` names a flag the host rejects."""
-    fs = open_cgroups(config.cgroup_root, config.cgroup_driver)
+    """Build the collection half; `ConfigError` names a flag the host rejects.
+
+    `fs` is the detected hierarchy when the caller already opened it;
+    `source` None scans kubepods (`StandaloneDiscovery`); `readiness` None
+    starts a fresh registry of components.
+    """
+    if fs is None:
+        fs = open_cgroups(config.cgroup_root, config.cgroup_driver)
     if not (config.proc_root / "stat").is_file():
         raise ConfigError("--proc-root", f"{config.proc_root} has no stat file; is it a procfs?")
     procfs = cgroups.ProcFS(config.proc_root)
-    readiness = health.Readiness()
+    if readiness is None:
+        readiness = health.Readiness()
     cache_ready = readiness.register("metriccache", "opening")
     try:
         cache = MetricCache.open(
@@ -103,7 +118,8 @@ def assemble(
     registry.register(
         telemetry.NodeUsageCollector(cache, clock, max_age=max(5.0, 3 * config.collect_interval))
     )
-    source = discovery.StandaloneDiscovery(fs, rescan_every=config.rescan_every)
+    if source is None:
+        source = discovery.StandaloneDiscovery(fs, rescan_every=config.rescan_every)
     reader = collectors.FileReader()
     found = collectors.build_collectors(
         fs,
@@ -111,7 +127,7 @@ def assemble(
         source,
         metrics.errors,
         reader,
-        pod_psi=config.feature_gates.enabled("PSICollector"),
+        pod_psi=config.feature_gates.enabled(features.PSI_COLLECTOR),
     )
     collection = Collection(found, cache, clock, metrics, readiness)
     log.info(
@@ -123,6 +139,34 @@ def assemble(
         config.metric_cache_path,
     )
     return Agent(fs, cache, reader, source, collection, metrics, readiness)
+
+
+def serve(
+    config: AgentConfig, registry: CollectorRegistry, readiness: health.Readiness
+) -> MetricsServer | None:
+    """Start `/metrics` + `/healthz` on `--metrics-addr` (None when it is "")."""
+    addr = config.metrics_addr
+    if addr is None:
+        return None
+    try:
+        server = MetricsServer(addr.host, addr.port, registry, readiness)
+    except OSError as err:
+        raise ConfigError("--metrics-addr", f"cannot listen on {addr}: {err}") from err
+    host, port = server.address
+    log.info("serving /metrics and /healthz on %s:%d", host, port)
+    return server
+
+
+def print_status(
+    agent: Agent,
+    now: float,
+    out: TextIO,
+    policy: slo.NodeMetricCollectPolicy | None = None,
+) -> None:
+    """Write the NodeMetric status the agent would publish now, as YAML."""
+    status = nodemetric.build_status(agent.cache, agent.source.pod_metas(), now, policy)
+    out.write(yaml.safe_dump(status.to_api(), sort_keys=False))
+    out.flush()
 
 
 def run(
@@ -138,21 +182,12 @@ def run(
     agent = assemble(config, registry, clock)
     server: MetricsServer | None = None
     try:
-        if config.metrics_addr is not None:
-            addr = config.metrics_addr
-            try:
-                server = MetricsServer(addr.host, addr.port, registry, agent.readiness)
-            except OSError as err:
-                raise ConfigError("--metrics-addr", f"cannot listen on {addr}: {err}") from err
-            host, port = server.address
-            log.info("serving /metrics and /healthz on %s:%d", host, port)
+        server = serve(config, registry, agent.readiness)
         ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
         stats = ticker.run(agent.collection.run_round, duration=config.run_for)
         log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)
         if config.print_nodemetric:
-            status = nodemetric.build_status(agent.cache, agent.source.pod_metas(), clock.time())
-            out.write(yaml.safe_dump(status.to_api(), sort_keys=False))
-            out.flush()
+            print_status(agent, clock.time(), out)
     finally:
         if server is not None:
             server.close()

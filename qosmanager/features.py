@@ -4,7 +4,8 @@ Two gate sets decide what runs, as in Koordinator's koordlet:
 
 - the built-in strategies are gated by the agent's `--feature-gates`; their names
   and defaults are Koordinator's (`pkg/features/koordlet_features.go`) and are
-  listed in `BUILTIN_FEATURES`, which the agent folds into its own table;
+  listed in `BUILTIN_FEATURES`, which `agent.features` joins with its collector
+  gates into the one table that flag accepts (same `Feature`, same `FeatureGates`);
 - extension plugins are gated by `--qos-extension-plugins=Name=true,...`; each
   plugin brings its own `FeatureSpec` when it is registered.
 
@@ -77,7 +78,7 @@ BUILTIN_FEATURES: tuple[Feature, ...] = (
 
 
 class GateSet(Protocol):
-    """What the manager asks of a gate set; the agent's own gates object fits too."""
+    """What the manager asks of a gate set (a `FeatureGates`, or a test's fake)."""
 
     def enabled(self, name: str) -> bool:
         """Whether the feature `name` is on."""
@@ -132,18 +133,22 @@ class FeatureGates:
         return f"FeatureGates({self.as_dict()!r})"
 
 
-_TRUE = frozenset({"true", "1", "t"})
-_FALSE = frozenset({"false", "0", "f"})
+# strconv.ParseBool, which Kubernetes' --feature-gates parsing uses.
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 def parse_gate_map(text: str) -> dict[str, bool]:
-    """Parse ``"A=true,B=false"`` (spaces allowed); raises ValueError on bad items."""
+    """Parse ``"A=true,B=false"`` (spaces allowed); raises ValueError on bad items.
+
+    Blank items are skipped; a later item for the same name wins (Kubernetes).
+    """
     result: dict[str, bool] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
         name, sep, raw = item.partition("=")
-        name, raw = name.strip(), raw.strip().lower()
+        name, raw = name.strip(), raw.strip()
         if not sep or not name:
             raise ValueError(f"feature gate {item!r} is not Name=true|false")
         if raw in _TRUE:

@@ -145,7 +145,7 @@ def make_host(
         proc_root=proc_root,
         metric_cache_path=tmp_path / "state" / "metriccache.db",
         metrics_addr=None,
-        feature_gates=features.FeatureGates.parse(gates),
+        feature_gates=features.parse(gates),
         standalone=True,
     )
     clock = FakeClock()

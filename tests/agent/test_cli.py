@@ -51,9 +51,11 @@ def _invoke(*args: str) -> tuple[int, str]:
         pytest.param(["--collect-interval", "0s"], "greater than zero", id="zero-interval"),
         pytest.param(["--run-for", "soon"], "not a duration", id="run-for"),
         pytest.param(
-            ["--feature-gates", "Nope=true"], "known: BECPUEvict, BECPUSuppress", id="gate"
+            ["--feature-gates", "Nope=true"], "known gates: BECPUEvict, BECPUSuppress", id="gate"
         ),
-        pytest.param(["--feature-gates", "CPUBurst=maybe"], "is not a boolean", id="gate-value"),
+        pytest.param(
+            ["--feature-gates", "CPUBurst=maybe"], "is not true or false", id="gate-value"
+        ),
         pytest.param(["--metrics-addr", "9316"], "expected host:port", id="addr"),
         pytest.param(["--cgroup-driver", "docker"], "'docker' is not one of", id="driver"),
         pytest.param(["--kubeconfig", "/no/such/file"], "does not exist", id="kubeconfig"),
@@ -79,10 +81,18 @@ def test_host_paths_are_checked_before_running(
     assert code == 2 and "--proc-root" in output and "no stat file" in output
 
 
-def test_in_cluster_mode_is_not_there_yet() -> None:
-    """Without --standalone the agent says how to run it (exit 2)."""
-    code, output = _invoke()
-    assert code == 2 and "--standalone" in output
+def test_in_cluster_mode_without_credentials_exits_2(
+    tmp_path: Path, fake_host: tuple[Path, Path]
+) -> None:
+    """Without --standalone the agent needs API credentials; unusable ones exit 2 saying so."""
+    cgroup, proc = fake_host
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    code, output = _invoke(
+        "--kubeconfig", str(kubeconfig), "--cgroup-root", str(cgroup), "--proc-root", str(proc)
+    )
+    assert code == 2, output
+    assert "Invalid value for --kubeconfig: cannot load API credentials from" in output
 
 
 def _run_agent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

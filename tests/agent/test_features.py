@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent import features
+from qosmanager import features as qfeatures
 
 
 def test_table_is_alphabetical_and_unique() -> None:
@@ -12,6 +13,13 @@ def test_table_is_alphabetical_and_unique() -> None:
     names = [f.name for f in features.FEATURES]
     assert names == sorted(names, key=str.lower)
     assert len(set(names)) == len(names)
+
+
+def test_one_table_gates_collectors_and_qos_strategies() -> None:
+    """The agent's table is qosmanager's strategy gates plus the collector gates, same type."""
+    assert set(features.FEATURES) == {*qfeatures.BUILTIN_FEATURES, *features.COLLECTOR_FEATURES}
+    assert all(isinstance(f, qfeatures.Feature) for f in features.FEATURES)
+    assert isinstance(features.parse(""), qfeatures.FeatureGates)
 
 
 @pytest.mark.parametrize(
@@ -28,12 +36,12 @@ def test_table_is_alphabetical_and_unique() -> None:
 )
 def test_koordinator_defaults(name: str, default: bool) -> None:
     """Gates default as koordlet's do."""
-    assert features.FeatureGates().enabled(name) is default
+    assert features.defaults().enabled(name) is default
 
 
 def test_parse_overrides_and_keeps_other_defaults() -> None:
     """Named gates change; unnamed ones keep their default; blanks and spaces are fine."""
-    gates = features.FeatureGates.parse(" BECPUSuppress=false, PSICollector=True ,")
+    gates = features.parse(" BECPUSuppress=false, PSICollector=True ,")
     assert gates.enabled("BECPUSuppress") is False
     assert gates.enabled("PSICollector") is True
     assert gates.enabled("CPUBurst") is True
@@ -41,33 +49,36 @@ def test_parse_overrides_and_keeps_other_defaults() -> None:
 
 def test_later_entry_wins() -> None:
     """A gate named twice takes the last value, as in Kubernetes."""
-    assert features.FeatureGates.parse("CPUBurst=false,CPUBurst=1").enabled("CPUBurst") is True
+    assert features.parse("CPUBurst=false,CPUBurst=1").enabled("CPUBurst") is True
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("Nope=true", "unknown feature gate 'Nope'; known: BECPUEvict", id="unknown"),
-        pytest.param("CPUBurst", "expected Name=true", id="no-value"),
-        pytest.param("CPUBurst=yes", "'yes' is not a boolean", id="not-bool"),
-        pytest.param("=true", "expected Name=true", id="no-name"),
+        pytest.param(
+            "Nope=true", "unknown feature gate 'Nope'; known gates: BECPUEvict", id="unknown"
+        ),
+        pytest.param("CPUBurst", "is not Name=true", id="no-value"),
+        pytest.param("CPUBurst=yes", "'yes' is not true or false", id="not-bool"),
+        pytest.param("CPUBurst=tRuE", "'tRuE' is not true or false", id="not-parsebool"),
+        pytest.param("=true", "is not Name=true", id="no-name"),
     ],
 )
 def test_parse_rejects_with_a_reason(text: str, message: str) -> None:
     """Bad input raises ValueError saying what is wrong (unknown names list the known ones)."""
     with pytest.raises(ValueError, match=message):
-        features.FeatureGates.parse(text)
+        features.parse(text)
 
 
 def test_unknown_gate_lookup_is_an_error() -> None:
     """Asking for a gate that does not exist is a bug, not False."""
     with pytest.raises(KeyError, match="Typo"):
-        features.FeatureGates().enabled("Typo")
+        features.defaults().enabled("Typo")
 
 
 def test_gates_are_values() -> None:
     """Two parses are independent; nothing is shared or mutated."""
-    on = features.FeatureGates.parse("PSICollector=true")
-    off = features.FeatureGates.parse("")
+    on = features.parse("PSICollector=true")
+    off = features.parse("")
     assert on.enabled("PSICollector") and not off.enabled("PSICollector")
     assert on.as_dict()["PSICollector"] and not off.as_dict()["PSICollector"]

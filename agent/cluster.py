@@ -1,0 +1,189 @@
+"""The in-cluster agent: collection, states informer, NodeMetric reporter, QoS plugins.
+
+`run` is what `nodeqos-agent` does without `--standalone`. It composes:
+
+- the API client (`--kubeconfig`, else the pod's in-cluster credentials);
+- `agent.states.States`: the Node, Pods, NodeSLO and NodeMetric informers;
+- the collection half, assembled by `agent.standalone.assemble` exactly as in
+  standalone mode except for its `PodSource`: `discovery.ClusterDiscovery`
+  over the informer's pods;
+- the NodeMetric reporter (`agent.reporter`) in its own thread;
+- the QoS manager (`qosmanager.Manager`) with every built-in strategy, gated
+  by the same `--feature-gates`, writing only through its executor under
+  `--cgroup-root` (and `<--proc-root>/sys` for sysctls), evicting through the
+  Eviction API with Events;
+- `/metrics` and `/healthz`, where each of these reports its own readiness.
+
+Nothing waits for anything else: collection starts at once (pods appear as
+the informer lists them), the reporter retries on its own schedule, and only
+the QoS plugins wait - for the Node and Pods informers' first list, which they
+cannot act without; while they wait, `/healthz` says so in the `qosmanager`
+line. Stopping (`stop`, set on SIGTERM) ends the collection loop; then the
+reporter, the plugins and the informers stop, and the metric cache is flushed
+and closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import TextIO
+
+from prometheus_client import CollectorRegistry
+
+import cgroups
+import qosmanager
+from agent import discovery, health, reporter, standalone
+from agent import states as agent_states
+from agent.config import AgentConfig
+from agent.schedule import Clock, SystemClock, Ticker
+from agent.server import MetricsServer
+from kube import events, rest, slo
+from metriccache import MetricCache
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "nodeqos-agent"  # the Events' source component
+# koordlet's --kube-api-qps / --kube-api-burst defaults.
+API_QPS = 20.0
+API_BURST = 30
+API_TIMEOUT = 10.0  # seconds; an unanswered request must not hold a loop for long
+_JOIN_TIMEOUT = 15.0
+
+
+def connect(config: AgentConfig) -> rest.Rest:
+    """The API client from `--kubeconfig`, else in-cluster; `ConfigError` when neither works."""
+    try:
+        return rest.Rest.from_kubeconfig(
+            config.kubeconfig, qps=API_QPS, burst=API_BURST, timeout=API_TIMEOUT
+        )
+    except Exception as err:
+        # kubernetes.config raises ConfigException, OSError or ValueError here,
+        # depending on what is missing or malformed; all mean "no credentials".
+        where = config.kubeconfig or "the in-cluster service account or ~/.kube/config"
+        raise standalone.ConfigError(
+            "--kubeconfig", f"cannot load API credentials from {where}: {err}"
+        ) from err
+
+
+def qos_manager(
+    config: AgentConfig,
+    client: rest.Rest,
+    recorder: events.Recorder,
+    fs: cgroups.CgroupFS,
+    registry: CollectorRegistry,
+    readiness: health.Readiness,
+) -> qosmanager.Manager:
+    """The QoS manager with every built-in strategy, gated by `--feature-gates`."""
+    metrics = qosmanager.QoSMetrics(registry)
+    executor = qosmanager.ResourceExecutor(
+        fs, metrics=metrics, sysctl_root=config.proc_root / "sys"
+    )
+    evictor = qosmanager.Evictor(qosmanager.KubeEvictionAPI(client, recorder), metrics=metrics)
+    handle = qosmanager.Handle(
+        fs=fs,
+        executor=executor,
+        evictor=evictor,
+        metrics=metrics,
+        collect_interval=config.collect_interval,
+    )
+    plugins = qosmanager.builtin_registry(handle)
+    return qosmanager.Manager(
+        plugins,
+        builtin_gates=config.feature_gates,
+        extension_gates=plugins.extension_gates(""),
+        health=health.ComponentHealth(readiness),
+        metrics=metrics,
+        # The plugins must not act on a node whose pods they do not know; they
+        # wait for the first list however long the API server takes, visibly
+        # on /healthz, while everything else runs (no global barrier).
+        sync_timeout=math.inf,
+    )
+
+
+def run(
+    config: AgentConfig,
+    registry: CollectorRegistry,
+    *,
+    stop: threading.Event,
+    out: TextIO,
+    clock: Clock | None = None,
+) -> None:
+    """Run the in-cluster agent until `stop` is set or `config.run_for` has passed."""
+    clock = clock or SystemClock()
+    client = connect(config)
+    fs = standalone.open_cgroups(config.cgroup_root, config.cgroup_driver)
+    readiness = health.Readiness()
+    recorder = events.Recorder(client, COMPONENT, config.node_name)
+    states = agent_states.States(client, config.node_name, fs.driver, readiness, recorder)
+    source = discovery.ClusterDiscovery(fs, states, retry_every=config.rescan_every)
+    agent = standalone.assemble(config, registry, clock, fs=fs, source=source, readiness=readiness)
+    server: MetricsServer | None = None
+    manager: qosmanager.Manager | None = None
+    threads: list[threading.Thread] = []
+    try:
+        server = standalone.serve(config, registry, readiness)
+        states.start()
+        publisher = reporter.Reporter(
+            client,
+            config.node_name,
+            agent.cache,
+            pods=source.pod_metas,
+            informer=states,
+            metrics=reporter.ReporterMetrics(registry),
+            ready=readiness.register("reporter", "no report yet"),
+            clock=clock,
+        )
+        threads.append(
+            threading.Thread(
+                target=publisher.run, args=(stop,), name="nodemetric-reporter", daemon=True
+            )
+        )
+        manager = qos_manager(config, client, recorder, fs, registry, readiness)
+        manager.setup_all(client, agent.cache, states)
+        manager.start(stop)
+        for thread in threads:
+            thread.start()
+        log.info(
+            "in-cluster on node %s; QoS plugins enabled: %s",
+            config.node_name,
+            ", ".join(manager.enabled()) or "none",
+        )
+        ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
+        stats = ticker.run(agent.collection.run_round, duration=config.run_for)
+        log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)
+        if config.print_nodemetric:
+            standalone.print_status(agent, clock.time(), out, _policy(states))
+    finally:
+        stop.set()
+        _shut_down(threads, manager, states, server, agent.cache)
+        agent.close()
+
+
+def _policy(states: agent_states.States) -> slo.NodeMetricCollectPolicy | None:
+    obj = states.nodemetric()
+    try:
+        return None if obj is None else reporter.parse_policy(obj)
+    except ValueError:
+        return None
+
+
+def _shut_down(
+    threads: list[threading.Thread],
+    manager: qosmanager.Manager | None,
+    states: agent_states.States,
+    server: MetricsServer | None,
+    cache: MetricCache,
+) -> None:
+    """Stop what reads the cache before it is closed; `stop` is already set."""
+    for thread in threads:
+        if thread.is_alive():
+            thread.join(_JOIN_TIMEOUT)
+    if manager is not None:
+        manager.wait(_JOIN_TIMEOUT)  # no SyncTimeout: the sync wait has no limit
+    states.stop()
+    if server is not None:
+        server.close()
+    stats = cache.stats()
+    log.info("stopping; flushing %d pending sample(s) to the metric cache", stats.pending_samples)
