@@ -1,8 +1,11 @@
-"""The agent's HTTP endpoint: `/metrics` (Prometheus) and `/healthz` (readiness).
+"""The agent's HTTP endpoint: `/metrics`, `/healthz` (readiness) and `/livez`.
 
 A stdlib `ThreadingHTTPServer` in a daemon thread; `/metrics` renders the
 registry `main` built, `/healthz` answers 200 with a JSON body listing every
-component's readiness, or 503 when one is not ready.
+component's readiness, or 503 when one is not ready. `/livez` answers 200
+whenever the process can answer at all: an unreachable API server makes the
+agent unready (its informers and reporter say so) but must not get it
+restarted by its liveness probe, since collection goes on without the API.
 """
 
 from __future__ import annotations
@@ -45,8 +48,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = self.server.readiness.to_json()
             status = 200 if body["ready"] else 503
             self._reply(status, "application/json", json.dumps(body).encode() + b"\n")
+        elif path == "/livez":
+            self._reply(200, "text/plain; charset=utf-8", b"ok\n")
         else:
-            self._reply(404, "text/plain; charset=utf-8", b"not found; try /metrics or /healthz\n")
+            self._reply(
+                404, "text/plain; charset=utf-8", b"not found; try /metrics, /healthz or /livez\n"
+            )
 
     def _reply(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)

@@ -105,6 +105,14 @@ def test_healthz_reports_each_component(endpoint: tuple[str, health.Readiness]) 
     assert status == 200 and json.loads(body)["ready"] is True
 
 
+def test_livez_stays_up_while_unready(endpoint: tuple[str, health.Readiness]) -> None:
+    """/livez answers 200 while /healthz is 503 (an API outage must not restart the agent)."""
+    url, readiness = endpoint
+    readiness.register("reporter", "API server unreachable")
+    assert _get(url + "/healthz")[0] == 503
+    assert _get(url + "/livez")[:1] == (200,)
+
+
 def test_unknown_path_is_404(endpoint: tuple[str, health.Readiness]) -> None:
     """Anything else is not found."""
     assert _get(endpoint[0] + "/nope")[0] == 404
