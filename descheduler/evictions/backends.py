@@ -38,6 +38,7 @@ class EvictOptions:
     plugin: str
     reason: str
     profile: str = ""
+    destination: str = ""  # the node the plugin expects the replacement on, if it chose one
 
 
 class Backend(Protocol):
@@ -52,7 +53,8 @@ def event_message(pod: objects.Pod, options: EvictOptions) -> str:
     """The Event text: node, plugin, profile and the plugin's reason."""
     profile = f", profile {options.profile}" if options.profile else ""
     why = f": {options.reason}" if options.reason else ""
-    return f"pod evicted from node {pod.node_name} by {options.plugin}{profile}{why}"
+    towards = f" towards node {options.destination}" if options.destination else ""
+    return f"pod evicted from node {pod.node_name}{towards} by {options.plugin}{profile}{why}"
 
 
 def _pod_ref(pod: objects.Pod) -> events.ObjectRef:

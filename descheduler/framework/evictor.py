@@ -161,7 +161,9 @@ class EvictorProxy:
             if refusal is not None:
                 self._decisions.skip(pod, plugin=plugin, reason=refusal)
                 return False
-            options = EvictOptions(plugin=plugin, reason=reason, profile=self.profile)
+            options = EvictOptions(
+                plugin=plugin, reason=reason, profile=self.profile, destination=destination or ""
+            )
             try:
                 result = self._carry_out(cycle, pod, options)
             except BaseException:

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner, Result
 
-from descheduler import cli, plugins
+from descheduler import cli
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "descheduler"
 HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
@@ -64,19 +64,30 @@ def test_unknown_plugin_exits_2_naming_the_known_ones(tmp_path: pathlib.Path) ->
     assert "known plugins: DefaultEvictor," in result.stderr
 
 
-def test_migration_controller_is_not_implemented_yet_in_a_real_process(
-    tmp_path: pathlib.Path,
-) -> None:
-    """A Koordinator file enabling MigrationController: status 2, no cluster needed."""
-    if plugins.registry().entry("MigrationController").factory is not None:
-        pytest.skip("MigrationController is implemented: no 'not implemented yet' error any more")
+def test_reservation_first_job_mode_exits_2_in_a_real_process(tmp_path: pathlib.Path) -> None:
+    """MigrationController with defaultJobMode ReservationFirst: status 2 saying why, no cluster needed."""
+    config_file = tmp_path / "koord.yaml"
+    config_file.write_text(
+        textwrap.dedent("""\
+            apiVersion: descheduler/v1alpha2
+            kind: DeschedulerConfiguration
+            profiles:
+            - name: koord
+              plugins:
+                evict: {disabled: [{name: "*"}], enabled: [{name: MigrationController}]}
+                filter: {disabled: [{name: "*"}], enabled: [{name: MigrationController}]}
+              pluginConfig:
+              - name: MigrationController
+                args: {defaultJobMode: ReservationFirst}
+            """)
+    )
     completed = subprocess.run(
         [
             sys.executable,
             "-m",
             "descheduler.cli",
             "--config",
-            str(FIXTURES / "koordinator-lownodeload.yaml"),
+            str(config_file),
             "--kubeconfig",
             str(tmp_path / "never-read"),
         ],
@@ -87,10 +98,7 @@ def test_migration_controller_is_not_implemented_yet_in_a_real_process(
     )
     assert completed.returncode == 2, completed.stderr
     assert completed.stdout == ""
-    assert (
-        "cannot start (1 problem):\n"
-        "  profiles[0] (koord-descheduler): plugin MigrationController is not implemented yet\n"
-    ) in completed.stderr
+    assert "plugin MigrationController: defaultJobMode ReservationFirst needs" in completed.stderr
 
 
 def test_unreadable_kubeconfig_exits_2(tmp_path: pathlib.Path) -> None:

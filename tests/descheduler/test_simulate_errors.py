@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pathlib
-import textwrap
 
 import pytest
 from click.testing import CliRunner, Result
 
-from descheduler import cli, plugins
+from descheduler import cli
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "descheduler"
 SNAPSHOT = FIXTURES / "snapshot-lownodeload.yaml"
@@ -114,27 +113,3 @@ def test_simulate_without_a_config_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli.main, ["simulate", "--snapshot", str(SNAPSHOT)])
     assert result.exit_code == 2
     assert "simulate needs --config" in result.stderr
-
-
-def test_migration_controller_enabled_cannot_start(tmp_path: pathlib.Path) -> None:
-    """A profile enabling MigrationController fails as the daemon would: not implemented yet."""
-    if plugins.registry().entry("MigrationController").factory is not None:
-        pytest.skip("MigrationController is implemented: no 'not implemented yet' error any more")
-    config_file = tmp_path / "koord.yaml"
-    config_file.write_text(
-        CONFIG
-        + textwrap.dedent("""\
-            profiles:
-            - name: koord
-              plugins:
-                evict:
-                  disabled: [{name: "*"}]
-                  enabled: [{name: MigrationController}]
-            """)
-    )
-    result = run(config_file, SNAPSHOT)
-    assert result.exit_code == 2
-    assert result.stderr.splitlines() == [
-        "cannot start (1 problem):",
-        "  profiles[0] (koord): plugin MigrationController is not implemented yet",
-    ]
