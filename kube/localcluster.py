@@ -206,3 +206,36 @@ def finish_terminating(client: rest.Rest, namespace: str | None = None) -> list[
                 raise
         finished.append(f"{meta['namespace']}/{meta['name']}")
     return finished
+
+
+# kind -> (group, version, plural, namespaced): what deploy/*.yaml holds
+MANIFEST_KINDS: dict[str, tuple[str, str, str, bool]] = {
+    "Namespace": ("", "v1", "namespaces", False),
+    "ServiceAccount": ("", "v1", "serviceaccounts", True),
+    "ConfigMap": ("", "v1", "configmaps", True),
+    "Service": ("", "v1", "services", True),
+    "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
+    "Role": ("rbac.authorization.k8s.io", "v1", "roles", True),
+    "RoleBinding": ("rbac.authorization.k8s.io", "v1", "rolebindings", True),
+    "DaemonSet": ("apps", "v1", "daemonsets", True),
+    "Deployment": ("apps", "v1", "deployments", True),
+    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
+}
+
+
+def apply(client: rest.Rest, doc: Mapping[str, Any], *, dry_run: bool = False) -> None:
+    """Create one manifest object (like `kubectl create`); an existing one is left as is."""
+    try:
+        group, version, plural, namespaced = MANIFEST_KINDS[doc["kind"]]
+    except KeyError:
+        raise ValueError(
+            f"cannot apply kind {doc.get('kind')!r}; known: {sorted(MANIFEST_KINDS)}"
+        ) from None
+    namespace = doc["metadata"].get("namespace") if namespaced else None
+    path = rest.object_path(group, version, plural, namespace=namespace)
+    try:
+        client.request("POST", path, query={"dryRun": "All"} if dry_run else {}, body=dict(doc))
+    except rest.ApiError as err:
+        if not err.conflict:
+            raise

@@ -8,26 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from kube import rest
+from kube import localcluster, rest
 
 pytestmark = pytest.mark.controlplane
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-
-# kind -> (group, version, plural, namespaced)
-KINDS: dict[str, tuple[str, str, str, bool]] = {
-    "Namespace": ("", "v1", "namespaces", False),
-    "ServiceAccount": ("", "v1", "serviceaccounts", True),
-    "ConfigMap": ("", "v1", "configmaps", True),
-    "Service": ("", "v1", "services", True),
-    "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
-    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
-    "Role": ("rbac.authorization.k8s.io", "v1", "roles", True),
-    "RoleBinding": ("rbac.authorization.k8s.io", "v1", "rolebindings", True),
-    "DaemonSet": ("apps", "v1", "daemonsets", True),
-    "Deployment": ("apps", "v1", "deployments", True),
-    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
-}
 
 
 def documents() -> list[tuple[str, dict[str, Any]]]:
@@ -37,18 +22,6 @@ def documents() -> list[tuple[str, dict[str, Any]]]:
             if doc:
                 found.append((path.name, doc))
     return found
-
-
-def apply(kube: rest.Rest, doc: dict[str, Any], *, dry_run: bool) -> None:
-    group, version, plural, namespaced = KINDS[doc["kind"]]
-    namespace = doc["metadata"].get("namespace") if namespaced else None
-    path = rest.object_path(group, version, plural, namespace=namespace)
-    query = {"dryRun": "All"} if dry_run else {}
-    try:
-        kube.request("POST", path, query=query, body=doc)
-    except rest.ApiError as err:
-        if not err.conflict:
-            raise
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +37,7 @@ def applied(kube: rest.Rest) -> list[tuple[str, dict[str, Any]]]:
             "Role",
             "RoleBinding",
         ):
-            apply(kube, doc, dry_run=False)
+            localcluster.apply(kube, doc)
     return docs
 
 
@@ -74,8 +47,10 @@ def test_every_manifest_passes_server_side_dry_run(
     """Each object in deploy/*.yaml is accepted by the API server (kubectl apply --dry-run=server)."""
     assert any(doc["kind"] == "DaemonSet" for _, doc in applied)
     for name, doc in applied:
-        assert doc["kind"] in KINDS, f"{name}: add {doc['kind']} to KINDS"
-        apply(kube, doc, dry_run=True)
+        assert doc["kind"] in localcluster.MANIFEST_KINDS, (
+            f"{name}: add {doc['kind']} to MANIFEST_KINDS"
+        )
+        localcluster.apply(kube, doc, dry_run=True)
 
 
 def can(
