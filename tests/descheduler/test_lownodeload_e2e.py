@@ -176,7 +176,8 @@ def assert_evicted_through_the_api(cluster: Cluster) -> None:
     [event] = descheduled
     assert event["involvedObject"]["name"] == "a1200"
     message = event["message"]
-    assert f"pod evicted from node {cluster.node('a')} by LowNodeLoad" in message
+    a, b = cluster.node("a"), cluster.node("b")
+    assert f"pod evicted from node {a} towards node {b} by LowNodeLoad" in message
     assert message.endswith(
         f"node {cluster.node('a')} is overutilized: cpu usage 92.50% > high mark 70.00%"
     )

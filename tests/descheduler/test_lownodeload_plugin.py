@@ -161,7 +161,7 @@ def test_d1_evicts_exactly_the_pod_that_covers_the_excess() -> None:
     [evicted] = report.evictions
     assert (evicted.node, evicted.plugin, evicted.profile) == ("A", "LowNodeLoad", "p1")
     assert evicted.reason == "node A is overutilized: cpu usage 92.50% > high mark 70.00%"
-    assert h.backend.options[0].reason == evicted.reason
+    assert (h.backend.options[0].reason, h.backend.options[0].destination) == (evicted.reason, "B")
     assert report.skipped == ()
     assert report.notes == ()
     assert usage_cpu(report) == {"A": (3700, 2700), "B": (400, 1400)}
@@ -214,6 +214,15 @@ def test_d2_tainted_only_destination_every_candidate_no_fit() -> None:
     assert (
         h.sample("nodeqos_descheduler_decisions_total", plugin="LowNodeLoad", reason="no_fit") == 6
     )
+
+
+def test_no_destination_note_names_ten_hot_nodes() -> None:
+    """A big cluster's no_destination note names ten hot nodes and counts the rest."""
+    hot = {f"H{i:02d}": {f"h{i:02d}": 3700} for i in range(12)}
+    report = harness(World({**hot, "M": {"m2000": 2000}}).source()).runner.run_once()
+    [note] = report.notes
+    names = ", ".join(f"H{i:02d}" for i in range(10))
+    assert note.detail == f"no underutilized nodes; hot nodes left as they are: {names} and 2 more"
 
 
 # -- D3 --------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ classification, kept here:
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -145,6 +146,7 @@ def assign_pools(
     return members, unpooled
 
 
+@functools.lru_cache(maxsize=4096)  # nodes of one shape share every mark
 def _amount(percent: float, capacity: int) -> int:
     # Exact arithmetic on the float the user wrote, truncated like Go's int64().
     return math.floor(Fraction(percent) * capacity / 100)

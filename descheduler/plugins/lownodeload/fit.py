@@ -31,7 +31,9 @@ high - projected usage)) is used up for any resource the source is still over.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from descheduler.plugins.lownodeload import classify, usage
@@ -45,6 +47,7 @@ __all__ = [
     "STOP_NO_HEADROOM",
     "STOP_RELIEVED",
     "WOULD_OVERLOAD",
+    "Destinations",
     "Fit",
     "Ledger",
     "find_destination",
@@ -77,19 +80,17 @@ class Ledger:
         self._loads = dict(loads)
         self._usage = {name: dict(load.usage) for name, load in loads.items()}
         self._prod = {name: dict(load.prod_usage) for name, load in loads.items()}
-        self._requested = {
-            name: dict(
-                scheduling.requested_on(
-                    [p for p in pods_by_node.get(name, ()) if p.phase not in _FINISHED]
-                )
-            )
-            for name in loads
-        }
+        self._pods_by_node = pods_by_node
+        self._requested: dict[objects.NodeName, dict[str, int]] = {}  # filled when first asked
         self._moved: dict[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]] = {}
 
     def usage(self, node: objects.NodeName) -> Resources:
         """Projected usage of the whole node."""
         return Resources(self._usage[node])
+
+    def amounts(self, node: objects.NodeName, track: Track) -> Mapping[str, int]:
+        """`used` without building a Resources (hot loops; do not mutate)."""
+        return self._usage[node] if track is Track.NODE else self._prod[node]
 
     def prod_usage(self, node: objects.NodeName) -> Resources:
         """Projected usage of the node's prod pods."""
@@ -99,9 +100,16 @@ class Ledger:
         """Projected usage on the track: the node's, or its prod pods'."""
         return self.usage(node) if track is Track.NODE else self.prod_usage(node)
 
+    def _requests(self, node: objects.NodeName) -> dict[str, int]:
+        found = self._requested.get(node)
+        if found is None:
+            pods = [p for p in self._pods_by_node.get(node, ()) if p.phase not in _FINISHED]
+            found = self._requested[node] = dict(scheduling.requested_on(pods))
+        return found
+
     def requested(self, node: objects.NodeName) -> Resources:
         """Projected requests of the node's pods, with a ``pods`` count."""
-        return Resources(self._requested[node])
+        return Resources(self._requests(node))
 
     @property
     def moves(self) -> Mapping[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]]:
@@ -129,8 +137,8 @@ class Ledger:
             _add(self._usage[node], used, sign)
             if prod:
                 _add(self._prod[node], used, sign)
-            _add(self._requested[node], pod.requests, sign)
-            _add(self._requested[node], one_pod, sign)
+            _add(self._requests(node), pod.requests, sign)
+            _add(self._requests(node), one_pod, sign)
         self._moved[pod.uid] = (source, destination)
 
 
@@ -161,6 +169,77 @@ def _summary(refusals: list[str]) -> str:
     return f"{shown}; and {more} more" if more > 0 else shown
 
 
+class Destinations:
+    """One pool track's destinations, kept in order and with their headroom as moves land.
+
+    `plan` builds one per pool and track and calls `refresh(node)` for both ends
+    of every committed move, so asking for the order or the headroom costs
+    O(destinations) once, then O(log n) per move, instead of O(destinations) per
+    question.
+    """
+
+    def __init__(
+        self,
+        loads: Sequence[usage.NodeLoad],
+        ledger: Ledger,
+        marks: Mapping[objects.NodeName, Marks],
+        weights: Mapping[str, int],
+        track: Track,
+    ) -> None:
+        self._ledger = ledger
+        self._marks = marks
+        self._weights = weights
+        self._track = track
+        self._loads = {load.name: load for load in loads}
+        self._key: dict[objects.NodeName, tuple[float, objects.NodeName]] = {}
+        self._room: dict[objects.NodeName, dict[str, int]] = {}
+        self._total: dict[str, int] = {}
+        for load in loads:
+            self._key[load.name] = self._score(load)
+            room = self._room_of(load.name)
+            self._room[load.name] = room
+            for name, amount in room.items():
+                self._total[name] = self._total.get(name, 0) + amount
+        self._order = sorted(self._key.values())
+
+    @property
+    def loads(self) -> list[usage.NodeLoad]:
+        """The destinations, in the order given."""
+        return list(self._loads.values())
+
+    def _score(self, load: usage.NodeLoad) -> tuple[float, objects.NodeName]:
+        used = self._ledger.amounts(load.name, Track.NODE)
+        return (usage.weighted_percent(used, load.capacity, self._weights), load.name)
+
+    def _room_of(self, node: objects.NodeName) -> dict[str, int]:
+        used = self._ledger.amounts(node, self._track)
+        high = self._marks[node].high_for(self._track)
+        return {name: max(0, mark - used.get(name, 0)) for name, mark in high.items()}
+
+    def iter_ordered(self) -> Iterator[usage.NodeLoad]:
+        """Least loaded first (projected weighted usage%), ties by name."""
+        return (self._loads[name] for _, name in self._order)
+
+    def headroom(self, resources: Iterable[str]) -> dict[str, int]:
+        """`headroom(...)` of these destinations, kept current by `refresh`."""
+        return {name: self._total.get(name, 0) for name in resources}
+
+    def refresh(self, node: objects.NodeName | None) -> None:
+        """The node's projected usage changed: re-place it, recount its headroom."""
+        if node is None or node not in self._loads:
+            return
+        old = self._key[node]
+        del self._order[bisect.bisect_left(self._order, old)]
+        new = self._key[node] = self._score(self._loads[node])
+        bisect.insort(self._order, new)
+        room = self._room_of(node)
+        for name, amount in self._room[node].items():
+            self._total[name] -= amount
+        for name, amount in room.items():
+            self._total[name] = self._total.get(name, 0) + amount
+        self._room[node] = room
+
+
 def find_destination(
     pod: objects.Pod,
     source: usage.NodeLoad,
@@ -171,28 +250,38 @@ def find_destination(
     *,
     track: Track,
     node_fit: bool,
+    kept: Destinations | None = None,
 ) -> Fit:
-    """The least loaded destination that fits the pod, or why none does."""
-    projected = {d.name: ledger.usage(d.name) for d in destinations}
-    ordered = classify.by_heat(destinations, weights, used=projected, hottest_first=False)
-    if not ordered:
+    """The least loaded destination that fits the pod, or why none does.
+
+    `kept`: the same destinations, already ordered (what `plan` passes).
+    """
+    if kept is not None:
+        order: Iterator[usage.NodeLoad] = kept.iter_ordered()
+    else:
+        projected = {d.name: ledger.usage(d.name) for d in destinations}
+        order = iter(classify.by_heat(destinations, weights, used=projected, hottest_first=False))
+    first = next(order, None)
+    if first is None:
         return Fit(None, NO_DESTINATION, "no underutilized nodes")
     if not node_fit:
-        return Fit(ordered[0].name)
+        return Fit(first.name)
     if not source.has_usage(pod):
         return Fit(None, NO_FIT, f"the NodeMetric of {source.name} does not report the pod")
     pod_usage = source.usage_of(pod)
     unschedulable: list[str] = []
     overloaded: list[str] = []
-    for dest in ordered:
+    for dest in itertools.chain((first,), order):
         fitted = scheduling.pod_fits_node(pod, dest.node, ledger.requested(dest.name))
         if not fitted:
             unschedulable.append(f"{dest.name}: {', '.join(fitted.reasons)}")
             continue
         dest_marks = marks[dest.name]
-        over = _overloads(projected[dest.name], pod_usage, dest_marks.high)
+        over = _overloads(ledger.amounts(dest.name, Track.NODE), pod_usage, dest_marks.high)
         if track is Track.PROD:
-            prod_over = _overloads(ledger.prod_usage(dest.name), pod_usage, dest_marks.prod_high)
+            prod_over = _overloads(
+                ledger.amounts(dest.name, Track.PROD), pod_usage, dest_marks.prod_high
+            )
             over += [f"prod {name}" for name in prod_over]
         if over:
             overloaded.append(f"{dest.name}: would exceed its high mark on {', '.join(over)}")
@@ -228,12 +317,19 @@ def stop_reason(
     ledger: Ledger,
     marks: Mapping[objects.NodeName, Marks],
     track: Track,
+    kept: Destinations | None = None,
 ) -> str | None:
-    """Why to stop evicting from the source now (`STOP_*`), or None to go on."""
-    over = classify.excess(ledger.used(source.name, track), marks[source.name].high_for(track))
+    """Why to stop evicting from the source now (`STOP_*`), or None to go on.
+
+    `kept`: the same destinations with their headroom kept current (what `plan` passes).
+    """
+    over = classify.excess(ledger.amounts(source.name, track), marks[source.name].high_for(track))
     if not over:
         return STOP_RELIEVED
-    room = headroom(destinations, ledger, marks, track, over)
+    if kept is not None:
+        room = kept.headroom(over)
+    else:
+        room = headroom(destinations, ledger, marks, track, over)
     if any(amount <= 0 for amount in room.values()):
         return STOP_NO_HEADROOM
     return None

@@ -95,16 +95,18 @@ def fit_score(
     used: Mapping[str, int], excess: Mapping[str, int], weights: Mapping[str, int]
 ) -> Fraction:
     """How well a pod's usage fits the excess (higher is better); see the module docstring."""
-    score = Fraction(0)
-    total_weight = 0
+    # Integer numerator/denominator, one Fraction at the end: the same value, a
+    # fraction of the cost (this runs for every candidate after every eviction).
+    num, den, total_weight = 0, 1, 0
     for name, over in excess.items():
         weight = weights.get(name, 0)
         if weight <= 0 or over <= 0:
             continue
         total_weight += weight
-        ratio = Fraction(used.get(name, 0), over)
-        score += weight * (ratio if ratio < 1 else 1 + 1 / ratio)
-    return score / total_weight if total_weight else Fraction(0)
+        amount = used.get(name, 0)
+        top, bottom = (amount, over) if amount < over else (amount + over, amount)
+        num, den = num * bottom + weight * top * den, den * bottom
+    return Fraction(num, den * total_weight) if total_weight else Fraction(0)
 
 
 def eviction_key(
@@ -136,5 +138,34 @@ def rank(
     excess: Mapping[str, int],
     weights: Mapping[str, int],
 ) -> list[objects.Pod]:
-    """The pods in eviction order for this excess."""
-    return sorted(pods, key=lambda pod: eviction_key(pod, usage_of(pod), excess, weights))
+    """The pods in eviction order for this excess.
+
+    With one weighted resource over (the usual case) the fit term is replaced by
+    an integer key giving exactly the order of `-fit_score` without building
+    Fractions: covering pods (usage >= excess) first, smallest first, then the
+    others largest first.
+    """
+    judged = [(n, o) for n, o in excess.items() if weights.get(n, 0) > 0 and o > 0]
+    if len(judged) != 1:
+        return sorted(pods, key=lambda pod: eviction_key(pod, usage_of(pod), excess, weights))
+    name, over = judged[0]
+
+    def key(pod: objects.Pod) -> tuple[object, ...]:
+        used = usage_of(pod).get(name, 0)
+        fit = (0, used) if used >= over else (1, -used)
+        created = pod.creation_timestamp
+        return (
+            _CLASS_RANK[usage.priority_class(pod)],
+            pod.priority or 0,
+            _KUBE_QOS_RANK[pod.kube_qos],
+            _KOORD_QOS_RANK[pod.koord_qos],
+            cost(pod, ANNOTATION_POD_DELETION_COST),
+            cost(pod, ANNOTATION_EVICTION_COST),
+            fit,
+            math.inf if created is None else -created.timestamp(),
+            pod.namespace,
+            pod.name,
+            pod.uid,
+        )
+
+    return sorted(pods, key=key)

@@ -83,6 +83,7 @@ class _Cycle:
     decisions: list[Decision] = dataclasses.field(default_factory=list)
     reports: dict[objects.NodeName, NodeReport] = dataclasses.field(default_factory=dict)
     relieved: list[objects.NodeName] = dataclasses.field(default_factory=list)
+    kept: list[fit.Destinations] = dataclasses.field(default_factory=list)
 
     def classify_pool(
         self, pool: NodePool, loads: Loads, marks: AllMarks
@@ -155,13 +156,19 @@ class _Cycle:
                 f"{len(destinations)} underutilized nodes, numberOfNodes is {limit}",
             )
         acted = False
+        kept = {
+            track: fit.Destinations(dests[track], self.ledger, marks, pool.resource_weights, track)
+            for track in Track
+            if sources[track] and dests[track]
+        }
+        self.kept = list(kept.values())
         for track in Track:
             if sources[track] and not dests[track]:
                 self._blocked(tuple(s.name for s in sources[track]))
             elif sources[track]:
                 acted = True
                 for source in sources[track]:
-                    self._drain(pool, source, dests[track], marks, track)
+                    self._drain(pool, source, kept[track], marks, track)
         if not acted:
             return outcome(fit.NO_DESTINATION, "no underutilized nodes for the sources' load")
         return outcome(None, "")
@@ -171,7 +178,12 @@ class _Cycle:
             self.reports[name] = dataclasses.replace(self.reports[name], reason=fit.NO_DESTINATION)
 
     def _drain(
-        self, pool: NodePool, source: usage.NodeLoad, dests: Loads, marks: AllMarks, track: Track
+        self,
+        pool: NodePool,
+        source: usage.NodeLoad,
+        kept: fit.Destinations,
+        marks: AllMarks,
+        track: Track,
     ) -> None:
         """Try the source's candidates in rank order until `fit.stop_reason` says stop."""
         pending = [
@@ -181,18 +193,19 @@ class _Cycle:
         ]
         rank_again = True
         evicted = False
-        while pending and fit.stop_reason(source, dests, self.ledger, marks, track) is None:
+        dests = kept.loads
+        while pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
             if rank_again:
                 over = classify.excess(
                     self.ledger.used(source.name, track), marks[source.name].high_for(track)
                 )
                 pending = order.rank(pending, source.usage_of, over, pool.resource_weights)
                 rank_again = False
-            decision = self._decide(pool, source, pending.pop(0), dests, marks, track)
+            decision = self._decide(pool, source, pending.pop(0), kept, marks, track)
             self.decisions.append(decision)
             if decision.evicted:
                 rank_again = evicted = True
-        stop = fit.stop_reason(source, dests, self.ledger, marks, track)
+        stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
         if evicted and stop == fit.STOP_RELIEVED:
             self.relieved.append(source.name)
 
@@ -201,7 +214,7 @@ class _Cycle:
         pool: NodePool,
         source: usage.NodeLoad,
         pod: objects.Pod,
-        dests: Loads,
+        kept: fit.Destinations,
         marks: AllMarks,
         track: Track,
     ) -> Decision:
@@ -223,12 +236,13 @@ class _Cycle:
         found = fit.find_destination(
             pod,
             source,
-            dests,
+            (),
             self.ledger,
             marks,
             pool.resource_weights,
             track=track,
             node_fit=self.args.node_fit,
+            kept=kept,
         )
         if not found:
             return dataclasses.replace(base, reason=found.reason, detail=found.detail)
@@ -243,6 +257,9 @@ class _Cycle:
             reason, detail = reason_and_detail(refused)
             return dataclasses.replace(proposal, reason=reason, detail=detail or proposal.detail)
         self.ledger.commit(pod, source.name, found.destination)
+        for each in self.kept:
+            each.refresh(source.name)
+            each.refresh(found.destination)
         self.cool_down.record(pod, self.now)
         return proposal
 

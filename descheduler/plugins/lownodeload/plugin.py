@@ -65,6 +65,7 @@ log = logging.getLogger("descheduler.plugins.lownodeload")
 # already recorded the real reason code, so this one is never recorded.
 _REFUSED_BY_EVICTOR = "refused_by_evictor"
 _PLAYED_A_PART = frozenset({Role.SOURCE, Role.DESTINATION})
+_NAMED = 10  # hot nodes named in a pool's no_destination note
 
 
 class LowNodeLoad:
@@ -132,7 +133,10 @@ class LowNodeLoad:
             if pool.name != DEFAULT_POOL_NAME:
                 detail = f"node pool {pool.name}: {detail}"
             if pool.sources:
-                detail += f"; hot nodes left as they are: {', '.join(pool.sources)}"
+                shown = ", ".join(pool.sources[:_NAMED])
+                more = len(pool.sources) - _NAMED
+                detail += f"; hot nodes left as they are: {shown}"
+                detail += f" and {more} more" if more > 0 else ""
             decisions.note(Reason(pool.reason), detail, plugin=NAME)
         for report in result.nodes.values():
             if report.role is Role.UNKNOWN:
