@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 .PHONY: demo test lint typecheck unit bench control-plane clean-cache
 
 demo:
-	$(ENV) python hack/demo.py
+	$(ENV) python hack/demo
 
 test:
 	$(ENV) sh -c 'ruff check . && ruff format --check . && mypy && pytest $(PYTEST_ARGS)'
