@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -227,6 +228,7 @@ class Daemon:
         self._addresses = addresses
         self._stop = stopping
         self.servers: list[server.HttpServer] = []
+        self._controllers: list[threading.Thread] = []
         self.last_report: framework.CycleReport | None = None
         self.checks = health.Health()
         self.checks.register("informers", self._informers_health)
@@ -268,7 +270,7 @@ class Daemon:
             if self._stop.is_set() or term.is_set():
                 continue
             log.info("leading: running descheduling cycles")
-            self.runner.start_controllers(term)
+            self._controllers = self.runner.start_controllers(term)
             while not term.is_set():
                 if not self._wait_synced(term):
                     if self.sync_timeout is not None and not term.is_set():
@@ -282,9 +284,19 @@ class Daemon:
                 if self.interval <= timedelta(0):
                     return EXIT_OK  # one pass (deschedulingInterval 0, or --once)
                 term.wait(self.interval.total_seconds())
+            self._join_controllers()  # never two terms' controllers at once
             if not self._stop.is_set():
                 log.info("not leading any more: cycles stopped; campaigning again")
         return EXIT_OK
+
+    def _join_controllers(self, timeout: float = 10.0) -> None:
+        """Wait (bounded) for the ending term's controllers to return from run(stop)."""
+        deadline = time.monotonic() + timeout
+        for thread in self._controllers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("controller thread %s did not stop within %.0fs", thread.name, timeout)
+        self._controllers = []
 
     def _wait_synced(self, term: threading.Event) -> bool:
         """Wait for every cache, bounded by `sync_timeout` when set; False if cut short."""
@@ -298,6 +310,7 @@ class Daemon:
 
     def _shutdown(self) -> None:
         self.stop()
+        self._join_controllers()
         self.leadership.join(timeout=10.0)  # the campaign releases the lease on its way out
         self.source.stop()
         for http in self.servers:
