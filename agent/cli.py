@@ -1,8 +1,11 @@
 """The `nodeqos-agent` command line: flags in the koordlet spirit, then the agent.
 
-`main` is the composition root: it parses and validates every flag into one
-`AgentConfig`, builds the one `CollectorRegistry`, installs the signal
-handlers and runs the agent: in-cluster (`agent.cluster`, the default) or,
+`build_command` is the composition root. It builds the QoS plugin registry
+first (the built-in strategies, unbound, plus what `registry_extras` adds),
+because the plugins' flags are part of the command line. The command parses
+and validates every flag into one `AgentConfig` (a plugin's own flags
+configure its instance), builds the one `CollectorRegistry`, installs the
+signal handlers and runs the agent: in-cluster (`agent.cluster`, the default) or,
 with `--standalone`, without an API server (`agent.standalone`). A bad flag
 value, or credentials that cannot be loaded, exit with status 2 and say why
 (click's usage-error convention); a QoS plugin failing to set up exits 1.
@@ -12,6 +15,7 @@ The literal host paths below are flag defaults only; the DaemonSet passes
 
 from __future__ import annotations
 
+import functools
 import logging
 import resource
 import signal
@@ -65,90 +69,133 @@ def _raise_open_file_limit() -> None:
             log.debug("cannot raise the open-file limit from %d: %s", soft, err)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option(
-    "--node-name",
-    envvar="NODE_NAME",
-    default=socket.gethostname,
-    show_default="hostname",
-    help="This node's name (env NODE_NAME).",
-)
-@click.option(
-    "--cgroup-root",
-    type=click.Path(path_type=Path),
-    default="/sys/fs/cgroup",
-    show_default=True,
-    help="Where the host's cgroup hierarchy is mounted.",
-)
-@click.option(
-    "--proc-root",
-    type=click.Path(path_type=Path),
-    default="/proc",
-    show_default=True,
-    help="Where the host's procfs is mounted.",
-)
-@click.option(
-    "--cgroup-driver",
-    type=click.Choice(["auto", "systemd", "cgroupfs"]),
-    default="auto",
-    show_default=True,
-    help="The kubelet's cgroup driver.",
-)
-@click.option(
-    "--collect-interval",
-    metavar="DURATION",
-    default="1s",
-    callback=_parsed_by(config.parse_duration),
-    show_default=True,
-    help="Time between collection rounds (Go duration: 1s, 500ms).",
-)
-@click.option(
-    "--metric-cache-path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    show_default="$XDG_STATE_HOME/nodeqos/metriccache.db",
-    help="The metric cache file (kept across restarts).",
-)
-@click.option(
-    "--metrics-addr",
-    metavar="HOST:PORT",
-    default=f":{config.DEFAULT_METRICS_PORT}",
-    show_default=True,
-    help='host:port serving /metrics and /healthz; "" serves nothing.',
-)
-@click.option(
-    "--feature-gates",
-    metavar="GATES",
-    default="",
-    callback=_parsed_by(features.parse),
-    help=f"Name=bool,... Gates: {_GATES_HELP}.",
-)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    default=None,
-    help="Kubeconfig for in-cluster mode (default: the pod's service account).",
-)
-@click.option(
-    "--standalone",
-    "standalone_mode",
-    is_flag=True,
-    help="Run without a cluster: discover pods from the kubepods cgroups.",
-)
-@click.option(
-    "--run-for",
-    metavar="DURATION",
-    default=None,
-    callback=_parsed_by(config.parse_duration),
-    help="Collect for this long, then exit (Go duration: 10s).",
-)
-@click.option(
-    "--print-nodemetric",
-    is_flag=True,
-    help="On exit, print the NodeMetric status the agent would publish, as YAML.",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log debug messages.")
-def main(
+_HELP = """Run the nodeqos node agent (Koordinator koordlet compatible).
+
+By default the agent runs in the cluster: it watches its Node, Pods, NodeSLO
+and NodeMetric, publishes the NodeMetric status and runs the QoS plugins.
+With --standalone it only collects, finding pods in the kubepods cgroups.
+"""
+
+
+def _agent_params() -> list[click.Parameter]:
+    """The agent's own flags, as new objects for each command `build_command` makes."""
+    return [
+        click.Option(
+            ["--node-name"],
+            envvar="NODE_NAME",
+            default=socket.gethostname,
+            show_default="hostname",
+            help="This node's name (env NODE_NAME).",
+        ),
+        click.Option(
+            ["--cgroup-root"],
+            type=click.Path(path_type=Path),
+            default="/sys/fs/cgroup",
+            show_default=True,
+            help="Where the host's cgroup hierarchy is mounted.",
+        ),
+        click.Option(
+            ["--proc-root"],
+            type=click.Path(path_type=Path),
+            default="/proc",
+            show_default=True,
+            help="Where the host's procfs is mounted.",
+        ),
+        click.Option(
+            ["--cgroup-driver"],
+            type=click.Choice(["auto", "systemd", "cgroupfs"]),
+            default="auto",
+            show_default=True,
+            help="The kubelet's cgroup driver.",
+        ),
+        click.Option(
+            ["--collect-interval"],
+            metavar="DURATION",
+            default="1s",
+            callback=_parsed_by(config.parse_duration),
+            show_default=True,
+            help="Time between collection rounds (Go duration: 1s, 500ms).",
+        ),
+        click.Option(
+            ["--metric-cache-path"],
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            show_default="$XDG_STATE_HOME/nodeqos/metriccache.db",
+            help="The metric cache file (kept across restarts).",
+        ),
+        click.Option(
+            ["--metrics-addr"],
+            metavar="HOST:PORT",
+            default=f":{config.DEFAULT_METRICS_PORT}",
+            show_default=True,
+            help='host:port serving /metrics and /healthz; "" serves nothing.',
+        ),
+        click.Option(
+            ["--feature-gates"],
+            metavar="GATES",
+            default="",
+            callback=_parsed_by(features.parse),
+            help=f"Name=bool,... Gates: {_GATES_HELP}.",
+        ),
+        click.Option(
+            ["--kubeconfig"],
+            type=click.Path(path_type=Path, exists=True, dir_okay=False),
+            default=None,
+            help="Kubeconfig for in-cluster mode (default: the pod's service account).",
+        ),
+        click.Option(
+            ["--standalone", "standalone_mode"],
+            is_flag=True,
+            help="Run without a cluster: discover pods from the kubepods cgroups.",
+        ),
+        click.Option(
+            ["--run-for"],
+            metavar="DURATION",
+            default=None,
+            callback=_parsed_by(config.parse_duration),
+            help="Collect for this long, then exit (Go duration: 10s).",
+        ),
+        click.Option(
+            ["--print-nodemetric"],
+            is_flag=True,
+            help="On exit, print the NodeMetric status the agent would publish, as YAML.",
+        ),
+        click.Option(["-v", "--verbose"], is_flag=True, help="Log debug messages."),
+    ]
+
+
+def build_command(
+    registry_extras: Callable[[qosmanager.PluginRegistry], object] | None = None,
+) -> click.Command:
+    """The `nodeqos-agent` command over a fresh QoS plugin registry.
+
+    The registry holds every built-in strategy (`qosmanager.builtin_registry()`,
+    bound to the node's handle only when the agent runs, after parsing) and
+    whatever `registry_extras` adds to it: the hook for out-of-tree plugins,
+    e.g. `build_command(my_plugin.register)()`. The command carries the agent's
+    flags, every plugin's flags (their callbacks configure the plugin
+    instances that then run) and `--qos-extension-plugins`.
+    """
+    plugins = qosmanager.builtin_registry()
+    if registry_extras is not None:
+        registry_extras(plugins)
+    return click.Command(
+        "nodeqos-agent",
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+        params=[*_agent_params(), *plugins.click_params()],
+        callback=functools.partial(_run_agent, plugins),
+        help=_HELP,
+    )
+
+
+def main() -> None:
+    """The `nodeqos-agent` entry point: the stock command (built-in plugins only)."""
+    build_command()()
+
+
+def _run_agent(
+    plugins: qosmanager.PluginRegistry,
+    *,
     node_name: str,
     cgroup_root: Path,
     proc_root: Path,
@@ -162,13 +209,9 @@ def main(
     run_for: float | None,
     print_nodemetric: bool,
     verbose: bool,
+    qos_extension_plugins: dict[str, bool],
 ) -> None:
-    """Run the nodeqos node agent (Koordinator koordlet compatible).
-
-    By default the agent runs in the cluster: it watches its Node, Pods, NodeSLO
-    and NodeMetric, publishes the NodeMetric status and runs the QoS plugins.
-    With --standalone it only collects, finding pods in the kubepods cgroups.
-    """
+    """Validate the flags into an `AgentConfig` and run the agent (see `_HELP`)."""
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         stream=sys.stderr,
@@ -180,6 +223,10 @@ def main(
             addr = config.parse_listen_address(metrics_addr)
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--metrics-addr") from None
+    try:
+        extension_gates = plugins.extension_gates(qos_extension_plugins)
+    except ValueError as err:  # an unknown name; the message lists the known ones
+        raise click.BadParameter(str(err), param_hint="--qos-extension-plugins") from None
     cfg = config.AgentConfig(
         node_name=node_name,
         cgroup_root=cgroup_root,
@@ -195,10 +242,11 @@ def main(
         print_nodemetric=print_nodemetric,
     )
     log.info(
-        "nodeqos-agent %s on node %s; feature gates %s",
+        "nodeqos-agent %s on node %s; feature gates %s; QoS extension plugins %s",
         "standalone" if standalone_mode else "in-cluster",
         node_name,
         cfg.feature_gates.as_dict(),
+        extension_gates.as_dict(),
     )
     _raise_open_file_limit()
     stop = threading.Event()
@@ -207,9 +255,18 @@ def main(
         for signum in (signal.SIGTERM, signal.SIGINT)
     }
     registry = CollectorRegistry()
-    run = standalone.run if standalone_mode else cluster.run
     try:
-        run(cfg, registry, stop=stop, out=sys.stdout)
+        if standalone_mode:  # collection only: no QoS plugin runs
+            standalone.run(cfg, registry, stop=stop, out=sys.stdout)
+        else:
+            cluster.run(
+                cfg,
+                registry,
+                plugins=plugins,
+                extension_gates=extension_gates,
+                stop=stop,
+                out=sys.stdout,
+            )
     except standalone.ConfigError as err:
         raise click.BadParameter(str(err), param_hint=err.flag) from None
     except qosmanager.PluginSetupError as err:

@@ -8,10 +8,12 @@
   standalone mode except for its `PodSource`: `discovery.ClusterDiscovery`
   over the informer's pods;
 - the NodeMetric reporter (`agent.reporter`) in its own thread;
-- the QoS manager (`qosmanager.Manager`) with every built-in strategy, gated
-  by the same `--feature-gates`, writing only through its executor under
-  `--cgroup-root` (and `<--proc-root>/sys` for sysctls), evicting through the
-  Eviction API with Events;
+- the QoS manager (`qosmanager.Manager`) over the plugin registry the CLI
+  built (every built-in strategy, configured by its flags and gated by the
+  same `--feature-gates`, plus any extension plugin, gated by
+  `--qos-extension-plugins`); the built-ins are bound here to a handle writing
+  only through its executor under `--cgroup-root` (and `<--proc-root>/sys` for
+  sysctls), evicting through the Eviction API with Events;
 - `/metrics` and `/healthz`, where each of these reports its own readiness.
 
 Nothing waits for anything else: collection starts at once (pods appear as
@@ -74,8 +76,10 @@ def qos_manager(
     fs: cgroups.CgroupFS,
     registry: CollectorRegistry,
     readiness: health.Readiness,
+    plugins: qosmanager.PluginRegistry,
+    extension_gates: qosmanager.GateSet,
 ) -> qosmanager.Manager:
-    """The QoS manager with every built-in strategy, gated by `--feature-gates`."""
+    """The QoS manager running `plugins`, its built-ins bound to this node's handle."""
     metrics = qosmanager.QoSMetrics(registry)
     executor = qosmanager.ResourceExecutor(
         fs, metrics=metrics, sysctl_root=config.proc_root / "sys"
@@ -88,11 +92,11 @@ def qos_manager(
         metrics=metrics,
         collect_interval=config.collect_interval,
     )
-    plugins = qosmanager.builtin_registry(handle)
+    qosmanager.bind_handle(plugins, handle)
     return qosmanager.Manager(
         plugins,
         builtin_gates=config.feature_gates,
-        extension_gates=plugins.extension_gates(""),
+        extension_gates=extension_gates,
         health=health.ComponentHealth(readiness),
         metrics=metrics,
         # The plugins must not act on a node whose pods they do not know; they
@@ -106,11 +110,18 @@ def run(
     config: AgentConfig,
     registry: CollectorRegistry,
     *,
+    plugins: qosmanager.PluginRegistry,
+    extension_gates: qosmanager.GateSet,
     stop: threading.Event,
     out: TextIO,
     clock: Clock | None = None,
 ) -> None:
-    """Run the in-cluster agent until `stop` is set or `config.run_for` has passed."""
+    """Run the in-cluster agent until `stop` is set or `config.run_for` has passed.
+
+    `plugins` is the QoS plugin registry whose flags the CLI parsed
+    (`qosmanager.builtin_registry()`, unbound, plus any extension plugin);
+    `extension_gates` is its `extension_gates(--qos-extension-plugins)`.
+    """
     clock = clock or SystemClock()
     client = connect(config)
     fs = standalone.open_cgroups(config.cgroup_root, config.cgroup_driver)
@@ -140,7 +151,9 @@ def run(
                 target=publisher.run, args=(stop,), name="nodemetric-reporter", daemon=True
             )
         )
-        manager = qos_manager(config, client, recorder, fs, registry, readiness)
+        manager = qos_manager(
+            config, client, recorder, fs, registry, readiness, plugins, extension_gates
+        )
         manager.setup_all(client, agent.cache, states)
         manager.start(stop)
         for thread in threads:

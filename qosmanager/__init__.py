@@ -7,7 +7,7 @@ The agent composes it like this (names are this package's public surface):
     api = qosmanager.KubeEvictionAPI(client, events.Recorder(client, "nodeqos-agent", node))
     evictor = qosmanager.Evictor(api, metrics=metrics)
     handle = qosmanager.Handle(fs=fs, executor=executor, evictor=evictor, metrics=metrics)
-    registry = qosmanager.builtin_registry(handle)
+    registry = qosmanager.builtin_registry(handle)  # or (): bind_handle(registry, handle) later
     qosmanager.register_qos_ext_plugin(registry, "MyPlugin", FeatureSpec(default=False), plugin)
     cli_params = registry.click_params()           # the plugins' flags + --qos-extension-plugins
     ...                                            # after parsing:
@@ -53,7 +53,7 @@ from qosmanager.framework import (
     stop_on_sigterm,
 )
 from qosmanager.metrics import QoSMetrics
-from qosmanager.plugins import Handle, PeriodicStrategy, builtin_registry
+from qosmanager.plugins import Handle, PeriodicStrategy, bind_handle, builtin_registry
 from qosmanager.states import ContainerMeta, Health, PodMeta, States
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "Stage",
     "States",
     "SyncTimeout",
+    "bind_handle",
     "builtin_registry",
     "register_qos_ext_plugin",
     "stop_on_sigterm",

@@ -4,6 +4,11 @@ Each strategy is a plugin of the same framework as extension plugins, gated by
 Koordinator's gate name in the agent's `--feature-gates` (see
 `qosmanager.features.BUILTIN_FEATURES` for names and defaults) and, inside,
 by its NodeSLO switch.
+
+Building is two-phase where the host is not known yet: the agent calls
+`builtin_registry()` before parsing its command line (the registry's flags are
+part of it), then `bind_handle(registry, handle)` once `--cgroup-root` and
+the rest are parsed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ __all__ = [
     "MemoryEvict",
     "PeriodicStrategy",
     "SystemConfig",
+    "bind_handle",
     "builtin_registry",
 ]
 
@@ -39,8 +45,12 @@ _BUILTINS: tuple[type[PeriodicStrategy], ...] = (
 )
 
 
-def builtin_registry(handle: Handle) -> framework.PluginRegistry:
-    """A fresh registry holding one instance of every built-in strategy."""
+def builtin_registry(handle: Handle | None = None) -> framework.PluginRegistry:
+    """A fresh registry holding one instance of every built-in strategy.
+
+    Without `handle` the strategies are unbound: `bind_handle` must give them
+    one before the manager sets them up.
+    """
     table = {f.name: f for f in features.BUILTIN_FEATURES}
     registry = framework.PluginRegistry()
     for strategy in _BUILTINS:
@@ -48,3 +58,14 @@ def builtin_registry(handle: Handle) -> framework.PluginRegistry:
         spec = features.FeatureSpec(feature.default, feature.stage, feature.description)
         registry.register(strategy.name, spec, strategy(handle), builtin=True)
     return registry
+
+
+def bind_handle(registry: framework.PluginRegistry, handle: Handle) -> None:
+    """Give every `PeriodicStrategy` of `registry` its host-side collaborators.
+
+    That is every built-in, and any extension plugin built on `PeriodicStrategy`
+    (the agent registers extension plugins before it can build the handle).
+    """
+    for entry in registry:
+        if isinstance(entry.plugin, PeriodicStrategy):
+            entry.plugin.bind(handle)

@@ -2,8 +2,11 @@
 
 Each built-in strategy is an `ExtensionPlugin` of the same framework as the
 extension plugins. It gets the host-side collaborators (cgroup fs, executor,
-evictor, metrics, clock) in a frozen `Handle` when `builtin_registry` builds it,
-and the node-side ones (metric cache, states) in `setup`, like any plugin.
+evictor, metrics, clock) in a frozen `Handle`, and the node-side ones (metric
+cache, states) in `setup`, like any plugin. The handle is given when the
+strategy is built or, by `bind`, later: the agent builds its registry (and so
+its command line, from the strategies' flags) before it has parsed the
+`--cgroup-root` the handle needs.
 `run` calls `tick()` every interval until stop; tests call `tick()` directly
 with a hand-driven clock.
 """
@@ -59,11 +62,21 @@ class PeriodicStrategy:
     name: ClassVar[str]
     interval_flag: ClassVar[str]
 
-    def __init__(self, handle: Handle, *, interval: float = 1.0) -> None:
-        self.handle = handle
+    def __init__(self, handle: Handle | None = None, *, interval: float = 1.0) -> None:
+        self._handle = handle
         self.interval = interval
         self._states: qstates.States | None = None
         self._cache: metriccache.MetricCache | None = None
+
+    def bind(self, handle: Handle) -> None:
+        """Give the strategy its host-side collaborators (before `setup`)."""
+        self._handle = handle
+
+    @property
+    def handle(self) -> Handle:
+        if self._handle is None:
+            raise RuntimeError(f"{self.name} used before bind")
+        return self._handle
 
     def init_flags(self) -> Sequence[click.Parameter]:
         """The interval flag; subclasses add their own."""
@@ -87,6 +100,8 @@ class PeriodicStrategy:
     def setup(
         self, client: rest.Rest, metric_cache: metriccache.MetricCache, states: qstates.States
     ) -> None:
+        if self._handle is None:  # fails start-up, naming the plugin, not every tick
+            raise RuntimeError(f"{self.name} has no Handle: bind it before setup")
         self._cache = metric_cache
         self._states = states
 

@@ -38,7 +38,7 @@ def fake_host(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli.main, list(args))
+    result = CliRunner().invoke(cli.build_command(), list(args))
     return result.exit_code, result.output
 
 
@@ -59,6 +59,19 @@ def _invoke(*args: str) -> tuple[int, str]:
         pytest.param(["--metrics-addr", "9316"], "expected host:port", id="addr"),
         pytest.param(["--cgroup-driver", "docker"], "'docker' is not one of", id="driver"),
         pytest.param(["--kubeconfig", "/no/such/file"], "does not exist", id="kubeconfig"),
+        pytest.param(
+            ["--reconcile-interval-seconds", "-1"],
+            "'--reconcile-interval-seconds': -1.0 is not in the range x>=0",
+            id="plugin-flag",
+        ),
+        pytest.param(
+            ["--qos-extension-plugins", "Nope=true"],
+            "--qos-extension-plugins: unknown feature gate 'Nope'; known gates: none",
+            id="extension-gate",
+        ),
+        pytest.param(
+            ["--qos-extension-plugins", "Nope"], "is not Name=true|false", id="extension-syntax"
+        ),
     ],
 )
 def test_bad_flag_values_exit_2_saying_why(args: list[str], message: str) -> None:

@@ -27,7 +27,7 @@ def test_daemonset_args_parse_as_in_cluster_mode(monkeypatch: pytest.MonkeyPatch
     env = {e["name"]: e for e in container["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     monkeypatch.setenv("NODE_NAME", "node-from-downward-api")
-    ctx = cli.main.make_context("nodeqos-agent", list(container["args"]))
+    ctx = cli.build_command().make_context("nodeqos-agent", list(container["args"]))
     params = ctx.params
     assert params["standalone_mode"] is False
     assert params["kubeconfig"] is None  # the pod's service account

@@ -16,14 +16,18 @@ from qosmanager import (
     FeatureGates,
     FeatureSpec,
     Handle,
+    Manager,
+    PeriodicStrategy,
     PluginRegistry,
+    PluginSetupError,
     QoSMetrics,
     ResourceExecutor,
+    bind_handle,
     builtin_registry,
     register_qos_ext_plugin,
 )
 from tests.cgroupfs_builder import write_pod_tree
-from tests.qosmanager.builders import FakeEvictionAPI
+from tests.qosmanager.builders import FakeEvictionAPI, FakeHealth, FakeStates
 
 
 class Noop:
@@ -160,3 +164,29 @@ def test_a_flag_declared_by_two_plugins_is_an_error() -> None:
         ValueError, match="flag --shared of QoS plugin 'B' is already declared by 'A'"
     ):
         registry.click_params()
+
+
+def test_builtins_built_before_their_handle_are_bound_later(
+    tmp_path: Path, metrics: QoSMetrics
+) -> None:
+    """builtin_registry() leaves the built-ins unbound; bind_handle gives each the handle."""
+    registry = builtin_registry()
+    bound = handle(tmp_path, metrics)
+    bind_handle(registry, bound)
+    for entry in registry:
+        assert isinstance(entry.plugin, PeriodicStrategy)
+        assert entry.plugin.handle is bound
+
+
+def test_an_unbound_builtin_fails_setup_naming_it(metrics: QoSMetrics) -> None:
+    """A strategy never given a handle stops start-up at setup, not at every tick."""
+    registry = builtin_registry()
+    manager = Manager(
+        registry,
+        builtin_gates=FeatureGates(BUILTIN_FEATURES),
+        extension_gates=registry.extension_gates(),
+        health=FakeHealth(),
+        metrics=metrics,
+    )
+    with pytest.raises(PluginSetupError, match=r"'BECPUSuppress' failed to set up: .* no Handle"):
+        manager.setup_all(None, None, FakeStates())  # type: ignore[arg-type]

@@ -86,7 +86,7 @@ class CgroupReconcile(base.PeriodicStrategy):
     name = NAME
     interval_flag = "--cgroup-reconcile-interval-seconds"
 
-    def __init__(self, handle: base.Handle, *, interval: float = 1.0) -> None:
+    def __init__(self, handle: base.Handle | None = None, *, interval: float = 1.0) -> None:
         super().__init__(handle, interval=interval)
         self._applied: set[PurePosixPath] = set()
         self._unsupported_logged = False

@@ -46,7 +46,7 @@ class CPUBurst(base.PeriodicStrategy):
     name = NAME
     interval_flag = "--reconcile-interval-seconds"
 
-    def __init__(self, handle: base.Handle, *, interval: float = 1.0) -> None:
+    def __init__(self, handle: base.Handle | None = None, *, interval: float = 1.0) -> None:
         super().__init__(handle, interval=interval)
         self._limiters: dict[str, burst.BurstLimiter] = {}
 

@@ -36,7 +36,7 @@ class CPUEvict(base.PeriodicStrategy):
     interval_flag = "--cpu-evict-interval-seconds"
 
     def __init__(
-        self, handle: base.Handle, *, interval: float = 1.0, cool_time: float = 20.0
+        self, handle: base.Handle | None = None, *, interval: float = 1.0, cool_time: float = 20.0
     ) -> None:
         super().__init__(handle, interval=interval)
         self.cool_time = cool_time

@@ -47,7 +47,7 @@ class CPUSuppress(base.PeriodicStrategy):
     name = NAME
     interval_flag = "--cpu-suppress-interval-seconds"
 
-    def __init__(self, handle: base.Handle, *, interval: float = 1.0) -> None:
+    def __init__(self, handle: base.Handle | None = None, *, interval: float = 1.0) -> None:
         super().__init__(handle, interval=interval)
         self._recovered: set[str] = set()  # policies known to be undone
 

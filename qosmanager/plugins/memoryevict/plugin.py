@@ -37,7 +37,7 @@ class MemoryEvict(base.PeriodicStrategy):
     interval_flag = "--memory-evict-interval-seconds"
 
     def __init__(
-        self, handle: base.Handle, *, interval: float = 1.0, cool_time: float = 4.0
+        self, handle: base.Handle | None = None, *, interval: float = 1.0, cool_time: float = 4.0
     ) -> None:
         super().__init__(handle, interval=interval)
         self.cool_time = cool_time
