@@ -72,6 +72,13 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
+def _describe(obj: Mapping[str, Any]) -> str:
+    try:
+        return object_key(obj)
+    except (KeyError, TypeError, AttributeError):
+        return "(without a name)"
+
+
 def identity(obj: Mapping[str, Any]) -> Any:
     return obj
 
@@ -135,6 +142,7 @@ class Informer(Generic[T]):
         self._thread: threading.Thread | None = None
         self._backoff = Backoff()
         self._response: Any = None  # the open watch stream, so stop() can cut it
+        self.projection_errors = 0  # malformed objects left out of the cache
         self.lists = 0  # how many full LISTs ran (initial + relists); observable in tests
         self.last_error: str | None = None
 
@@ -233,7 +241,9 @@ class Informer(Generic[T]):
         while True:
             page = self._client.request("GET", path, query=query)
             for obj in page.get("items") or ():
-                fresh[object_key(obj)] = self._project(obj)
+                item = self._safe_project(obj)
+                if item is not None:
+                    fresh[object_key(obj)] = item
             meta = page.get("metadata", {})
             if not meta.get("continue"):
                 version = str(meta.get("resourceVersion", ""))
@@ -290,6 +300,20 @@ class Informer(Generic[T]):
             self._resource_version = version
             self._backoff.reset()
 
+    def _safe_project(self, obj: Mapping[str, Any]) -> T | None:
+        """Project one object; a malformed one is logged, counted and left out.
+
+        One bad object (a NodeMetric with a garbage quantity, say) must cost only
+        itself: raising here would fail the whole LIST, or replay the same watch
+        event forever, and starve every reader of the cache.
+        """
+        try:
+            return self._project(obj)
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            self.projection_errors += 1
+            log.warning("%s: ignoring malformed object %s: %s", self.name, _describe(obj), err)
+            return None
+
     def _opened(self, response: Any) -> None:
         self._response = response
         if self._stop.is_set():
@@ -297,7 +321,9 @@ class Informer(Generic[T]):
 
     def _apply(self, kind: str, obj: Mapping[str, Any]) -> None:
         key = object_key(obj)
-        new = None if kind == "DELETED" else self._project(obj)
+        new = None if kind == "DELETED" else self._safe_project(obj)
+        if new is None and kind != "DELETED":
+            kind = "DELETED"  # its latest state is unusable: drop the stale copy too
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:

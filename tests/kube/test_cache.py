@@ -125,3 +125,30 @@ def test_relists_on_410_gone(private_control_plane: controlplane.ControlPlane) -
         )
     finally:
         informer.stop()
+
+
+def strict_value(obj: Mapping[str, Any]) -> int:
+    """A projection that refuses garbage, as NodeMetric.from_api refuses a bad quantity."""
+    return int(obj["data"]["value"])
+
+
+def test_malformed_object_costs_only_itself(kube: rest.Rest, namespace: str) -> None:
+    """A malformed object is left out, counted and logged; the cache syncs and keeps watching."""
+    path = CONFIGMAPS.path(namespace=namespace)
+    kube.create(path, configmap("good", value="1"))
+    kube.create(path, configmap("bad", value="banana"))
+    informer = cache.Informer(kube, CONFIGMAPS, namespace=namespace, project=strict_value).start()
+    try:
+        assert informer.wait_synced(10)
+        assert informer.keys() == [f"{namespace}/good"]
+        assert informer.projection_errors == 1
+        good = CONFIGMAPS.path("good", namespace=namespace)
+        kube.patch(good, {"data": {"value": "garbage"}})
+        eventually(lambda: informer.get(f"{namespace}/good") is None, what="the stale copy dropped")
+        kube.patch(good, {"data": {"value": "2"}})
+        eventually(lambda: informer.get(f"{namespace}/good") == 2, what="recovery")
+        kube.patch(CONFIGMAPS.path("bad", namespace=namespace), {"data": {"value": "3"}})
+        eventually(lambda: informer.get(f"{namespace}/bad") == 3, what="the fixed object")
+        assert informer.projection_errors == 2
+    finally:
+        informer.stop()
