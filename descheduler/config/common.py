@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from descheduler.config import codecs, fields, selectors
 from descheduler.config.errors import Errors, FieldPath, Invalid
+from kube import objects
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -162,6 +163,13 @@ class PodScopeArgs(fields.PluginArgs):
     label_selector: selectors.LabelSelector | None = field(
         default=None, metadata=fields.spec("labelSelector", LABEL_SELECTOR)
     )
+
+    def in_scope(self, pod: objects.Pod) -> bool:
+        """True when `pod` passes both `namespaces` and `labelSelector` (unset passes all)."""
+        namespaces, selector = self.namespaces, self.label_selector
+        return (namespaces is None or namespaces.allows(pod.namespace)) and (
+            selector is None or selector.matches(pod.labels)
+        )
 
 
 def no_thresholds() -> Mapping[str, float]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from kube import events, eviction, objects, rest
 
@@ -61,12 +61,52 @@ def _pod_ref(pod: objects.Pod) -> events.ObjectRef:
     return events.ObjectRef(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid)
 
 
-class _Recording:
-    """Event writing shared by the backends (best effort: kube.events never raises)."""
+class _Send(Protocol):
+    """`kube.eviction.evict` or `kube.eviction.delete`: the call that differs between backends."""
 
-    def __init__(self, recorder: events.Recorder | None, failure_events: bool) -> None:
+    def __call__(
+        self,
+        client: rest.Rest,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> eviction.Result: ...
+
+
+class _Backend:
+    """One eviction call plus the Events about it (best effort: kube.events never raises).
+
+    A subclass names itself and sets `_send`; everything else is shared.
+    """
+
+    name: str
+    _send: ClassVar[_Send]
+
+    def __init__(
+        self,
+        client: rest.Rest,
+        recorder: events.Recorder | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        failure_events: bool = False,
+    ) -> None:
+        self._client = client
         self._recorder = recorder
+        self._grace = grace_period_seconds
         self._failure_events = failure_events
+
+    def evict(self, pod: objects.Pod, options: EvictOptions) -> eviction.Result:
+        result = self._send(
+            self._client,
+            pod.namespace,
+            pod.name,
+            uid=pod.uid or None,
+            grace_period_seconds=self._grace,
+        )
+        self._record(pod, options, result)
+        return result
 
     def _record(self, pod: objects.Pod, options: EvictOptions, result: eviction.Result) -> None:
         if self._recorder is None:
@@ -85,59 +125,15 @@ class _Recording:
             )
 
 
-class EvictionAPI(_Recording):
+class EvictionAPI(_Backend):
     """`policy/v1` Eviction with a UID precondition; PodDisruptionBudgets apply."""
 
     name = "EvictionAPI"
-
-    def __init__(
-        self,
-        client: rest.Rest,
-        recorder: events.Recorder | None = None,
-        *,
-        grace_period_seconds: int | None = None,
-        failure_events: bool = False,
-    ) -> None:
-        super().__init__(recorder, failure_events)
-        self._client = client
-        self._grace = grace_period_seconds
-
-    def evict(self, pod: objects.Pod, options: EvictOptions) -> eviction.Result:
-        result = eviction.evict(
-            self._client,
-            pod.namespace,
-            pod.name,
-            uid=pod.uid or None,
-            grace_period_seconds=self._grace,
-        )
-        self._record(pod, options, result)
-        return result
+    _send = staticmethod(eviction.evict)
 
 
-class Delete(_Recording):
+class Delete(_Backend):
     """DELETE with a UID precondition: ignores PodDisruptionBudgets (opt-in only)."""
 
     name = "Delete"
-
-    def __init__(
-        self,
-        client: rest.Rest,
-        recorder: events.Recorder | None = None,
-        *,
-        grace_period_seconds: int | None = None,
-        failure_events: bool = False,
-    ) -> None:
-        super().__init__(recorder, failure_events)
-        self._client = client
-        self._grace = grace_period_seconds
-
-    def evict(self, pod: objects.Pod, options: EvictOptions) -> eviction.Result:
-        result = eviction.delete(
-            self._client,
-            pod.namespace,
-            pod.name,
-            uid=pod.uid or None,
-            grace_period_seconds=self._grace,
-        )
-        self._record(pod, options, result)
-        return result
+    _send = staticmethod(eviction.delete)

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Snapshot
+from descheduler.plugins import _deschedule
 from descheduler.plugins.podlifetime import criteria
 from descheduler.plugins.podlifetime.args import PodLifeTimeArgs
 from kube import objects
@@ -58,28 +59,16 @@ class PodLifeTime:
         self._states = frozenset(args.states)
         self._exit_codes = frozenset(args.exit_codes)
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        return (namespaces is None or namespaces.allows(pod.namespace)) and (
-            selector is None or selector.matches(pod.labels)
-        )
-
     def deschedule(self, snapshot: Snapshot) -> None:
-        evictor = self._handle.evictor
         now = self._handle.clock()
-        why: dict[str, str] = {}
         candidates = []
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node.name):
-                if not self._in_scope(pod):
-                    continue
-                reason = self._matches(pod, now)
-                if reason is not None:
-                    why[pod.uid] = reason
-                    candidates.append(pod)
-        candidates.sort(key=criteria.eviction_key)
-        for pod in evictor.evictable(candidates, plugin=NAME):
-            evictor.evict(pod, plugin=NAME, reason=why[pod.uid])
+        for pod, _ in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True):
+            reason = self._matches(pod, now)
+            if reason is not None:
+                candidates.append((pod, reason))
+        _deschedule.evict_in_order(
+            self._handle.evictor, candidates, plugin=NAME, key=criteria.eviction_key
+        )
 
     def _matches(self, pod: objects.Pod, now: datetime) -> str | None:
         """Why the pod is a candidate ("; "-joined criteria), or None when it is not."""

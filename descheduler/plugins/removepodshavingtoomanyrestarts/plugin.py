@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Snapshot
+from descheduler.plugins import _deschedule
 from descheduler.plugins.removepodshavingtoomanyrestarts import restarts
 from descheduler.plugins.removepodshavingtoomanyrestarts.args import (
     RemovePodsHavingTooManyRestartsArgs,
 )
-from kube import objects
 
 NAME = "RemovePodsHavingTooManyRestarts"
 
@@ -33,35 +33,26 @@ class RemovePodsHavingTooManyRestarts:
         self._handle = handle
         self._states = frozenset(args.states)
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        return (namespaces is None or namespaces.allows(pod.namespace)) and (
-            selector is None or selector.matches(pod.labels)
-        )
-
     def deschedule(self, snapshot: Snapshot) -> None:
-        evictor = self._handle.evictor
         init = self.args.including_init_containers
         threshold = self.args.pod_restart_threshold
         counts: dict[str, int] = {}
         candidates = []
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node.name):
-                if not self._in_scope(pod):
-                    continue
-                count = restarts.total_restarts(pod, including_init_containers=init)
-                if count >= threshold and restarts.in_states(
-                    pod, self._states, including_init_containers=init
-                ):
-                    counts[pod.uid] = count
-                    candidates.append(pod)
-        candidates.sort(key=lambda pod: restarts.eviction_key(pod, counts[pod.uid]))
-        for pod in evictor.evictable(candidates, plugin=NAME):
-            evictor.evict(
-                pod,
-                plugin=NAME,
-                reason=f"{counts[pod.uid]} container restarts (podRestartThreshold {threshold})",
-            )
+        for pod, _ in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True):
+            count = restarts.total_restarts(pod, including_init_containers=init)
+            if count >= threshold and restarts.in_states(
+                pod, self._states, including_init_containers=init
+            ):
+                counts[pod.uid] = count
+                candidates.append(
+                    (pod, f"{count} container restarts (podRestartThreshold {threshold})")
+                )
+        _deschedule.evict_in_order(
+            self._handle.evictor,
+            candidates,
+            plugin=NAME,
+            key=lambda pod: restarts.eviction_key(pod, counts[pod.uid]),
+        )
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsHavingTooManyRestarts:

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Snapshot
+from descheduler.plugins import _deschedule
 from descheduler.plugins.removepodsviolatinginterpodantiaffinity import antiaffinity
 from descheduler.plugins.removepodsviolatinginterpodantiaffinity.args import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
 )
-from kube import objects
 
 NAME = "RemovePodsViolatingInterPodAntiAffinity"
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 class RemovePodsViolatingInterPodAntiAffinity:
@@ -40,23 +39,14 @@ class RemovePodsViolatingInterPodAntiAffinity:
         self.args = args
         self._handle = handle
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        return (namespaces is None or namespaces.allows(pod.namespace)) and (
-            selector is None or selector.matches(pod.labels)
-        )
-
     def deschedule(self, snapshot: Snapshot) -> None:
         evictor = self._handle.evictor
         by_namespace: dict[str, list[antiaffinity.Placed]] = {}
         candidates: list[antiaffinity.Placed] = []
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node.name):
-                if pod.phase in _TERMINAL:
-                    continue
-                by_namespace.setdefault(pod.namespace, []).append((pod, node))
-                if pod.pod_anti_affinity and self._in_scope(pod):
-                    candidates.append((pod, node))
+        for pod, node in _deschedule.placed_pods(snapshot, including_terminal=False):
+            by_namespace.setdefault(pod.namespace, []).append((pod, node))
+            if pod.pod_anti_affinity and self.args.in_scope(pod):
+                candidates.append((pod, node))
         candidates.sort(key=lambda placed: antiaffinity.eviction_key(placed[0]))
         for pod, node in candidates:
             found = antiaffinity.conflict(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
+from descheduler.plugins import _deschedule
 from descheduler.plugins.removepodsviolatingnodeaffinity import affinity
 from descheduler.plugins.removepodsviolatingnodeaffinity.args import (
     NodeAffinityType,
@@ -29,7 +30,6 @@ from descheduler.plugins.removepodsviolatingnodeaffinity.args import (
 from kube import objects, scheduling
 
 NAME = "RemovePodsViolatingNodeAffinity"
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 class RemovePodsViolatingNodeAffinity:
@@ -39,19 +39,8 @@ class RemovePodsViolatingNodeAffinity:
         self.args = args
         self._handle = handle
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        return (namespaces is None or namespaces.allows(pod.namespace)) and (
-            selector is None or selector.matches(pod.labels)
-        )
-
     def _pods(self, snapshot: Snapshot) -> list[tuple[objects.Pod, objects.Node]]:
-        return [
-            (pod, node)
-            for node in snapshot.nodes
-            for pod in snapshot.pods_on(node.name)
-            if pod.phase not in _TERMINAL and self._in_scope(pod)
-        ]
+        return list(_deschedule.pods_in_scope(snapshot, self.args, including_terminal=False))
 
     def deschedule(self, snapshot: Snapshot) -> None:
         for kind in self.args.node_affinity_type:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Snapshot
+from descheduler.plugins import _deschedule
 from descheduler.plugins.removepodsviolatingnodetaints.args import (
     RemovePodsViolatingNodeTaintsArgs,
 )
 from descheduler.plugins.removepodsviolatingnodetaints.taints import TaintFilter
-from kube import objects
 
 NAME = "RemovePodsViolatingNodeTaints"
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 class RemovePodsViolatingNodeTaints:
@@ -38,27 +37,14 @@ class RemovePodsViolatingNodeTaints:
             excluded=args.excluded_taints,
         )
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        return (namespaces is None or namespaces.allows(pod.namespace)) and (
-            selector is None or selector.matches(pod.labels)
-        )
-
     def deschedule(self, snapshot: Snapshot) -> None:
-        evictor = self._handle.evictor
-        why: dict[str, str] = {}
         candidates = []
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node.name):
-                if pod.phase in _TERMINAL or not self._in_scope(pod):
-                    continue
-                untolerated = self.taints.untolerated(pod, node)
-                if untolerated:
-                    shown = ", ".join(str(t) for t in untolerated)
-                    why[pod.uid] = f"does not tolerate taint {shown} of node {node.name}"
-                    candidates.append(pod)
-        for pod in evictor.evictable(candidates, plugin=NAME):
-            evictor.evict(pod, plugin=NAME, reason=why[pod.uid])
+        for pod, node in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=False):
+            untolerated = self.taints.untolerated(pod, node)
+            if untolerated:
+                shown = ", ".join(str(t) for t in untolerated)
+                candidates.append((pod, f"does not tolerate taint {shown} of node {node.name}"))
+        _deschedule.evict_in_order(self._handle.evictor, candidates, plugin=NAME)
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingNodeTaints:

@@ -111,12 +111,6 @@ class RemovePodsViolatingTopologySpreadConstraint:
         self.handle = handle
         self.balanced = frozenset(c.value for c in args.constraints)
 
-    def _in_scope(self, pod: objects.Pod) -> bool:
-        namespaces, selector = self.args.namespaces, self.args.label_selector
-        if namespaces is not None and not namespaces.allows(pod.namespace):
-            return False
-        return selector is None or selector.matches(pod.labels)
-
     def balance(self, snapshot: Snapshot) -> None:
         by_namespace: dict[str, dict[str, list[objects.Pod]]] = {}
         for node in snapshot.nodes:
@@ -144,7 +138,7 @@ class RemovePodsViolatingTopologySpreadConstraint:
     ) -> None:
         targets: dict[spread.Spread, None] = {}
         for pod in pods:
-            if self._in_scope(pod) and not snapshot.is_evicted(pod):
+            if self.args.in_scope(pod) and not snapshot.is_evicted(pod):
                 for each in state.spreads.get(pod.uid, ()):
                     if each.when_unsatisfiable in self.balanced:
                         targets.setdefault(each)
@@ -190,7 +184,7 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 if pod.uid not in done
                 and not snapshot.is_evicted(pod)
                 and fixing in state.spreads.get(pod.uid, ())
-                and self._in_scope(pod)
+                and self.args.in_scope(pod)
             ),
             key=candidate_key,
         )

@@ -13,15 +13,10 @@ After an eviction the strategy cools down for `--cpu-evict-cool-time-seconds`.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Sequence
-
-import click
 
 from metriccache import kinds
-from qosmanager import evictor as qevictor
 from qosmanager import features
-from qosmanager.plugins import base
+from qosmanager.plugins import _evictbe
 from qosmanager.plugins.cpuevict import satisfaction
 
 log = logging.getLogger(__name__)
@@ -29,31 +24,17 @@ log = logging.getLogger(__name__)
 NAME = features.BE_CPU_EVICT
 
 
-class CPUEvict(base.PeriodicStrategy):
+class CPUEvict(_evictbe.BEEvictStrategy):
     """The BECPUEvict strategy."""
 
     name = NAME
     interval_flag = "--cpu-evict-interval-seconds"
-
-    def __init__(
-        self, handle: base.Handle | None = None, *, interval: float = 1.0, cool_time: float = 20.0
-    ) -> None:
-        super().__init__(handle, interval=interval)
-        self.cool_time = cool_time
-        self._last_evict = -math.inf
-
-    def init_flags(self) -> Sequence[click.Parameter]:
-        return [
-            *super().init_flags(),
-            self._flag(
-                "--cpu-evict-cool-time-seconds",
-                "cool_time",
-                "Seconds after an eviction before the next CPU eviction.",
-            ),
-        ]
+    cool_time_flag = "--cpu-evict-cool-time-seconds"
+    cool_time_help = "Seconds after an eviction before the next CPU eviction."
+    default_cool_time = 20.0
 
     def tick(self) -> None:
-        if self.handle.clock() < self._last_evict + self.cool_time:
+        if self.cooling(self.handle.clock()):
             return
         t = self.states.node_slo().thresholds
         if not t.enable:
@@ -74,17 +55,14 @@ class CPUEvict(base.PeriodicStrategy):
         ordered = satisfaction.candidates(
             self.states.pods(), self.latest_by_pod(kinds.POD_CPU_USAGE)
         )
-        released = 0
-        for candidate in ordered:
-            if released >= need:
-                break
-            message = f"BE CPU satisfaction is below {lower}%; releasing {need}m of BE requests"
-            decision = self.handle.evictor.evict(candidate.pod, NAME, message)
-            if decision.gone:
-                released += candidate.request
-            if decision is qevictor.Decision.EVICTED:
-                self._last_evict = self.handle.clock()
-        log.info("%s: released %dm of %dm BE CPU requests", NAME, released, need)
+        released = self.evict_until(
+            ((c.pod, c.request) for c in ordered),
+            need,
+            f"BE CPU satisfaction is below {lower}%; releasing {need}m of BE requests",
+        )
+        if released.evicted_at is not None:  # the cool-down starts at the last eviction
+            self._last_evict = released.evicted_at
+        log.info("%s: released %dm of %dm BE CPU requests", NAME, released.amount, need)
 
     def to_release(
         self, window_seconds: int | None, lower: int, upper: int, usage_threshold: int | None

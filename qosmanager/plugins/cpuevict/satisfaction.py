@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kube import classify
 from qosmanager import states as qstates
+from qosmanager.plugins import _evictbe
 
 LOWER_PERCENT_MAX = 60  # koordlet's beCPUSatisfactionLowPercentMax
 UPPER_PERCENT_MAX = 100
@@ -89,11 +90,4 @@ def candidates(pods: Iterable[qstates.PodMeta], usage_by_uid: dict[str, float]) 
 
 def select(ordered: Sequence[Candidate], need: int) -> list[Candidate]:
     """The prefix of `ordered` whose requests cover `need`."""
-    chosen: list[Candidate] = []
-    released = 0
-    for candidate in ordered:
-        if released >= need:
-            break
-        chosen.append(candidate)
-        released += candidate.request
-    return chosen
+    return _evictbe.covering_prefix(ordered, need, lambda c: c.request)

@@ -13,15 +13,11 @@ PodDisruptionBudget protects is skipped and the next one is tried.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 
-import click
-
 from metriccache import kinds
-from qosmanager import evictor as qevictor
 from qosmanager import features
-from qosmanager.plugins import base
+from qosmanager.plugins import _evictbe
 from qosmanager.plugins.memoryevict import select
 
 log = logging.getLogger(__name__)
@@ -30,32 +26,17 @@ NAME = features.BE_MEMORY_EVICT
 GIB = 1 << 30
 
 
-class MemoryEvict(base.PeriodicStrategy):
+class MemoryEvict(_evictbe.BEEvictStrategy):
     """The BEMemoryEvict strategy."""
 
     name = NAME
     interval_flag = "--memory-evict-interval-seconds"
-
-    def __init__(
-        self, handle: base.Handle | None = None, *, interval: float = 1.0, cool_time: float = 4.0
-    ) -> None:
-        super().__init__(handle, interval=interval)
-        self.cool_time = cool_time
-        self._last_evict = -math.inf
-
-    def init_flags(self) -> Sequence[click.Parameter]:
-        return [
-            *super().init_flags(),
-            self._flag(
-                "--memory-evict-cool-time-seconds",
-                "cool_time",
-                "Seconds after an eviction before the next memory eviction.",
-            ),
-        ]
+    cool_time_flag = "--memory-evict-cool-time-seconds"
+    cool_time_help = "Seconds after an eviction before the next memory eviction."
+    default_cool_time = 4.0
 
     def tick(self) -> None:
-        now = self.handle.clock()
-        if now < self._last_evict + self.cool_time:
+        if self.cooling(self.handle.clock()):
             return
         thresholds = self.states.node_slo().thresholds
         node = self.states.node()
@@ -94,19 +75,12 @@ class MemoryEvict(base.PeriodicStrategy):
         lower: int,
     ) -> int:
         """Evict in order until `need` bytes are released; returns the bytes released."""
-        released = 0
-        evicted_any = False
-        for candidate in ordered:
-            if released >= need:
-                break
-            message = (
-                f"node memory usage {usage / GIB:.2f}Gi is above the threshold;"
-                f" releasing {need / GIB:.2f}Gi to reach {lower}% of {capacity / GIB:.2f}Gi"
-            )
-            decision = self.handle.evictor.evict(candidate.pod, NAME, message)
-            if decision.gone:
-                released += candidate.memory
-                evicted_any = evicted_any or decision is qevictor.Decision.EVICTED
-        if evicted_any:
+        released = self.evict_until(
+            ((c.pod, c.memory) for c in ordered),
+            need,
+            f"node memory usage {usage / GIB:.2f}Gi is above the threshold;"
+            f" releasing {need / GIB:.2f}Gi to reach {lower}% of {capacity / GIB:.2f}Gi",
+        )
+        if released.evicted_at is not None:  # the cool-down starts once the round is over
             self._last_evict = self.handle.clock()
-        return released
+        return released.amount

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kube import classify
 from qosmanager import states as qstates
+from qosmanager.plugins import _evictbe
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +45,4 @@ def candidates(pods: Iterable[qstates.PodMeta], memory_by_uid: dict[str, float])
 
 def select(ordered: Sequence[Candidate], need: int) -> list[Candidate]:
     """The prefix of `ordered` whose memory covers `need` (all of it if it cannot)."""
-    chosen: list[Candidate] = []
-    released = 0
-    for candidate in ordered:
-        if released >= need:
-            break
-        chosen.append(candidate)
-        released += candidate.memory
-    return chosen
+    return _evictbe.covering_prefix(ordered, need, lambda c: c.memory)

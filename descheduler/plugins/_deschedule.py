@@ -1,0 +1,63 @@
+"""The candidate loop shared by the upstream Deschedule plugins.
+
+PodLifeTime, RemoveFailedPods, RemovePodsHavingTooManyRestarts,
+RemovePodsViolatingInterPodAntiAffinity, RemovePodsViolatingNodeAffinity and
+RemovePodsViolatingNodeTaints all walk the snapshot's nodes in order, keep the
+pods their `namespaces`/`labelSelector` scope allows (`PodScopeArgs.in_scope`),
+and hand the candidates to the profile's evictor. What makes a pod a candidate,
+and in which order candidates are tried, stays in each plugin's folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from descheduler.config import common
+from descheduler.framework import Evictor, Snapshot
+from kube import objects
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+# Pods that hold nothing on their node (upstream's `ListPodsOnANode` skips them).
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+Placed = tuple[objects.Pod, objects.Node]
+
+
+def placed_pods(snapshot: Snapshot, *, including_terminal: bool) -> Iterator[Placed]:
+    """Every pod with its node, node by node in snapshot order."""
+    for node in snapshot.nodes:
+        for pod in snapshot.pods_on(node.name):
+            if including_terminal or pod.phase not in TERMINAL_PHASES:
+                yield pod, node
+
+
+def pods_in_scope(
+    snapshot: Snapshot, args: common.PodScopeArgs, *, including_terminal: bool
+) -> Iterator[Placed]:
+    """`placed_pods` limited to the pods `args.namespaces` and `args.labelSelector` allow."""
+    for pod, node in placed_pods(snapshot, including_terminal=including_terminal):
+        if args.in_scope(pod):
+            yield pod, node
+
+
+def evict_in_order(
+    evictor: Evictor,
+    candidates: Sequence[tuple[objects.Pod, str]],
+    *,
+    plugin: str,
+    key: Callable[[objects.Pod], SupportsRichComparison] | None = None,
+) -> None:
+    """Evict each (pod, reason) candidate, sorted by `key` when given (a stable sort).
+
+    The evictor's filters see every candidate first and record why a refused one
+    stays; the others are then evicted in order, each with its reason.
+    """
+    why = {pod.uid: reason for pod, reason in candidates}
+    ordered = list(candidates)
+    if key is not None:
+        ordered.sort(key=lambda candidate: key(candidate[0]))
+    for pod in evictor.evictable([pod for pod, _ in ordered], plugin=plugin):
+        evictor.evict(pod, plugin=plugin, reason=why[pod.uid])
