@@ -13,6 +13,7 @@ from descheduler.plugins import lownodeload
 from descheduler.plugins.lownodeload import classify, fit, usage
 from descheduler.plugins.lownodeload.classify import Marks, Track
 from kube import objects
+from kube.classify import KoordQOS
 from tests.builders import T0, make_node, make_nodemetric, make_pod
 
 WEIGHTS = {"cpu": 1, "memory": 1}
@@ -102,6 +103,25 @@ def test_commit_moves_usage_and_requests() -> None:
     assert world.ledger.moves == {world.pod("a1000").uid: (a, b)}
     with pytest.raises(ValueError, match="already moved"):
         world.ledger.commit(world.pod("a1000"), a, b)
+
+
+def test_prod_usage_follows_moves_made_before_it_was_asked() -> None:
+    """Prod usage is worked out on first use; moves committed earlier are in it, in either order."""
+    spec = {"A": {"a1000": 1000, "a700": 700, "batch": 2000}, "B": {"b400": 400}}
+    pod_kw = {"batch": {"qos": KoordQOS.BE}}
+    a, b = objects.NodeName("A"), objects.NodeName("B")
+    early = _world(spec, pod_kw=pod_kw)
+    assert (early.ledger.prod_usage(a).cpu, early.ledger.prod_usage(b).cpu) == (1700, 400)
+    late = _world(spec, pod_kw=pod_kw)
+    for world in (early, late):
+        world.ledger.commit(world.pod("a1000"), a, b)
+        world.ledger.commit(world.pod("batch"), a, b)  # not prod: prod usage stays
+        world.ledger.commit(world.pod("a700"), a, None)
+    for world in (early, late):
+        assert world.ledger.prod_usage(a) == {"cpu": 0, "memory": 0}
+        assert world.ledger.prod_usage(b) == {"cpu": 1400, "memory": 0}
+        assert world.ledger.amounts(b, Track.PROD) == {"cpu": 1400, "memory": 0}
+        assert world.ledger.usage(a).cpu == 0 and world.ledger.usage(b).cpu == 3400
 
 
 def test_would_overload_destination() -> None:

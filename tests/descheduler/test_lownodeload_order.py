@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from fractions import Fraction
 from typing import Any
@@ -179,3 +179,71 @@ def test_multi_resource_ranking_prefers_the_heavier_weight() -> None:
     assert [p.name for p in ranked] == ["cpu-fit", "mem-fit"]
     ranked = order.rank(pods, lambda p: used[p.name], excess, {"cpu": 1, "memory": 5})
     assert [p.name for p in ranked] == ["mem-fit", "cpu-fit"]
+
+
+def _random_pods(rng: random.Random, count: int) -> list[objects.Pod]:
+    """Pods varied on every comparator, some of them equal on all but the name."""
+    pods = []
+    for i in range(count):
+        kw: dict[str, Any] = {"node": "A", "created": T0 - timedelta(minutes=rng.choice((0, 5)))}
+        if rng.random() < 0.3:
+            kw["priority"] = rng.choice((0, 10))
+        if rng.random() < 0.3:
+            kw["annotations"] = {order.ANNOTATION_EVICTION_COST: rng.choice(("-5", "3", "x"))}
+        if rng.random() < 0.2:
+            kw["qos"] = rng.choice((KoordQOS.BE, KubeQOS.GUARANTEED))
+        pods.append(make_pod(f"p{i:02d}", **kw))
+    return pods
+
+
+def _reader(used: Mapping[str, Mapping[str, int]]) -> Callable[[objects.Pod], Mapping[str, int]]:
+    """A `usage_of` reading each pod's usage by name."""
+    return lambda pod: used[pod.name]
+
+
+@pytest.mark.parametrize("resources_over", [0, 1, 2, 3], ids=lambda n: f"{n}-over")
+def test_rank_is_exactly_the_eviction_key_order(resources_over: int) -> None:
+    """`rank` (and the Ranker behind it) orders as sorting by `eviction_key` does, ties included."""
+    rng = random.Random(resources_over)
+    names = ("cpu", "memory", "ephemeral-storage")
+    for _ in range(40):
+        pods = _random_pods(rng, 12)
+        choices = (0, 100, 250, 500, 501, 1000, 10**15, 10**15 + 1)  # equal scores happen
+        used = {p.name: {n: rng.choice(choices) for n in names} for p in pods}
+        excess = {n: rng.choice((250, 500, 10**15)) for n in names[:resources_over]}
+        weights = {n: rng.choice((1, 2, 5)) for n in names}
+        usage_of = _reader(used)
+        expected = sorted(pods, key=lambda p: order.eviction_key(p, usage_of(p), excess, weights))
+        assert order.rank(pods, usage_of, excess, weights) == expected
+
+
+def test_scores_a_float_cannot_tell_apart_are_ordered_exactly() -> None:
+    """Scores 1e-17 apart round to the same float; the exact values still decide."""
+    excess = {"cpu": 10**17, "memory": 1000}
+    used = {
+        "a": {"cpu": 10**17 - 2, "memory": 500},
+        "b": {"cpu": 10**17 - 1, "memory": 500},  # covers a little more of the cpu excess
+        "c": {"cpu": 10**17 - 3, "memory": 500},
+    }
+    pods = [make_pod(name, node="A") for name in used]
+    scores = {n: order.fit_score(u, excess, CPU | {"memory": 1}) for n, u in used.items()}
+    assert len({float(s) for s in scores.values()}) == 1 and len(set(scores.values())) == 3
+    ranked = order.rank(pods, lambda p: used[p.name], excess, {"cpu": 1, "memory": 1})
+    assert [p.name for p in ranked] == ["b", "a", "c"]
+
+
+def test_ranker_ranks_again_for_a_new_excess() -> None:
+    """One Ranker, asked again with fewer pods and a smaller excess, answers as `rank` would."""
+    used = {"p1200": 1200, "p1000": 1000, "p600": 600, "p400": 400, "p300": 300}
+    pods = [make_pod(name, node="A") for name in used]
+
+    def usage_of(pod: objects.Pod) -> Mapping[str, int]:
+        return {"cpu": used[pod.name]}
+
+    ranker = order.Ranker(pods, usage_of, CPU)
+    first = ranker.rank(pods, {"cpu": 900})
+    assert [p.name for p in first] == ["p1000", "p1200", "p600", "p400", "p300"]
+    rest = first[1:]
+    again = ranker.rank(rest, {"cpu": 350})
+    assert again == order.rank(rest, usage_of, {"cpu": 350}, CPU)
+    assert [p.name for p in again] == ["p400", "p600", "p1200", "p300"]

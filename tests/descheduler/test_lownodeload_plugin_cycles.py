@@ -237,17 +237,19 @@ TWO_HOT = World(
         "C": {"c100": 100},
     }
 )
-A_REST = ("a700", "a650", "a600", "a550", "a400")
 
 
 def test_per_node_limit_moves_on_to_the_next_source() -> None:
-    """maxNoOfPodsToEvictPerNode 1: one pod from A, its other candidates limit_reached, then H."""
+    """maxNoOfPodsToEvictPerNode 1: one pod from A; the next is limit_reached, A stops, then H."""
     h = harness(TWO_HOT.source(), maxNoOfPodsToEvictPerNode=1)
     report = h.runner.run_once()
     assert report.evicted_pods == ["default/a800", "default/h900"]
     assert h.backend.calls == ["default/a800", "default/h900"]
-    assert sorted(skips(report)) == sorted((p, "LowNodeLoad", Reason.LIMIT_REACHED) for p in A_REST)
-    assert {s.detail for s in report.skipped} == {"maxNoOfPodsToEvictPerNode reached on node A"}
+    # A is still 100m over: a400 (the smallest pod covering it) is refused by the cap,
+    # and A's other candidates are not tried at all
+    assert skips(report) == [("a400", "LowNodeLoad", Reason.LIMIT_REACHED)]
+    assert [s.detail for s in report.skipped] == ["maxNoOfPodsToEvictPerNode reached on node A"]
+    assert report.notes == ()
     assert usage_cpu(report)["A"] == (3700, 2900)
 
 
@@ -265,7 +267,7 @@ def test_per_node_limit_resets_next_cycle() -> None:
 
 
 def test_total_limit_stops_everything_after_it() -> None:
-    """maxNoOfPodsToEvictTotal 1: the hottest node's pod goes; H's candidates are limit_reached."""
+    """maxNoOfPodsToEvictTotal 1: A's pod goes; H's first candidate is refused, the plan stops."""
     world = World(
         {
             "A": {"a1000": 1000, "a900": 900, "a1800": 1800},
@@ -279,14 +281,14 @@ def test_total_limit_stops_everything_after_it() -> None:
     report = h.runner.run_once()
     assert report.evicted_pods == ["default/a900"]
     assert h.backend.calls == ["default/a900"]
-    assert skips(report) == [
-        ("h900", "LowNodeLoad", Reason.LIMIT_REACHED),
-        ("h2000", "LowNodeLoad", Reason.LIMIT_REACHED),
-    ]
-    assert {s.detail for s in report.skipped} == {"maxNoOfPodsToEvictTotal reached"}
+    assert skips(report) == [("h900", "LowNodeLoad", Reason.LIMIT_REACHED)]
+    assert [s.detail for s in report.skipped] == ["maxNoOfPodsToEvictTotal reached"]
+    [note] = report.notes
+    assert (note.reason, note.plugin, note.profile) == (Reason.LIMIT_REACHED, "LowNodeLoad", "p1")
+    assert note.detail == "maxNoOfPodsToEvictTotal reached: 1 more candidate was not tried"
     assert (
         h.sample(
             "nodeqos_descheduler_decisions_total", plugin="LowNodeLoad", reason="limit_reached"
         )
-        == 2
+        == 1
     )

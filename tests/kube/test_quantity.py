@@ -284,3 +284,51 @@ class TestResources:
         """Amounts are exact integers; floats are a bug upstream."""
         with pytest.raises(TypeError, match="cpu"):
             Resources({"cpu": 1.5})  # type: ignore[arg-type]
+
+    def test_rejects_booleans_but_takes_int_subclasses(self) -> None:
+        """True is no amount; an int subclass is an int (the fast type check keeps both rules)."""
+
+        class Millis(int):
+            pass
+
+        with pytest.raises(TypeError, match="memory"):
+            Resources({"cpu": 1, "memory": True})
+        assert Resources({"cpu": Millis(5)}) == {"cpu": 5}
+
+    def test_reads_like_a_dict_in_name_order(self) -> None:
+        """Lookups, iteration and the three views answer as the sorted dict would."""
+        res = Resources({"pods": 3, "cpu": 1500, "memory": 2 * Gi})
+        same = {"cpu": 1500, "memory": 2 * Gi, "pods": 3}
+        assert list(res) == list(res.keys()) == ["cpu", "memory", "pods"]
+        assert list(res.items()) == list(same.items())
+        assert list(res.values()) == [1500, 2 * Gi, 3]
+        assert (len(res), res["memory"], res.cpu, res.memory) == (3, 2 * Gi, 1500, 2 * Gi)
+        assert (res.get("cpu"), res.get("gpu"), res.get("gpu", 0)) == (1500, None, 0)
+        assert ("pods" in res, "gpu" in res) == (True, False)
+        with pytest.raises(KeyError, match="gpu"):
+            res["gpu"]
+        # the views are set-like, as Mapping's are
+        assert res.keys() & {"cpu", "gpu"} == {"cpu"}
+        assert res.items() == same.items()
+        assert Resources().get("cpu", 7) == 7 and list(Resources().items()) == []
+        # an unhashable name is absent, as with any Mapping built on a scan
+        assert ([] in res, res.get([], 0)) == (False, 0)  # type: ignore[call-overload, comparison-overlap]
+        with pytest.raises(KeyError):
+            res[[]]  # type: ignore[index]
+
+    def test_views_cannot_change_it(self) -> None:
+        """The views read the private dict; nothing reached through them writes to it."""
+        res = Resources({"cpu": 1})
+        view = res.items()
+        with pytest.raises(TypeError):
+            view.mapping["cpu"] = 2  # type: ignore[attr-defined]
+        assert res == {"cpu": 1}
+
+    def test_copy_of_resources_is_equal(self) -> None:
+        """Resources(other Resources) is equal, hashes alike and stays immutable."""
+        res = Resources({"memory": 1, "cpu": 2})
+        copy = Resources(res)
+        assert copy == res and hash(copy) == hash(res)
+        assert hash(res) == hash((("cpu", 2), ("memory", 1)))  # the sorted items, as before
+        assert copy - {"cpu": 2} == {"cpu": 0, "memory": 1} and res == {"cpu": 2, "memory": 1}
+        assert repr(copy) == "Resources({'cpu': 2, 'memory': 1})"

@@ -79,22 +79,36 @@ class Ledger:
     ) -> None:
         self._loads = dict(loads)
         self._usage = {name: dict(load.usage) for name, load in loads.items()}
-        self._prod = {name: dict(load.prod_usage) for name, load in loads.items()}
+        # Prod usage per node, worked out from its load when first asked: a cycle
+        # without prod marks never asks, and working it out has a cost. Until
+        # then, committed moves of prod pods add up in `_prod_moved`.
+        self._prod: dict[objects.NodeName, dict[str, int]] = {}
+        self._prod_moved: dict[objects.NodeName, dict[str, int]] = {}
         self._pods_by_node = pods_by_node
         self._requested: dict[objects.NodeName, dict[str, int]] = {}  # filled when first asked
         self._moved: dict[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]] = {}
+        self._touched: set[objects.NodeName] = set()  # nodes whose usage a commit changed
 
     def usage(self, node: objects.NodeName) -> Resources:
         """Projected usage of the whole node."""
+        if node not in self._touched:  # no move yet: the measured load, already built
+            return self._loads[node].usage
         return Resources(self._usage[node])
 
     def amounts(self, node: objects.NodeName, track: Track) -> Mapping[str, int]:
         """`used` without building a Resources (hot loops; do not mutate)."""
-        return self._usage[node] if track is Track.NODE else self._prod[node]
+        return self._usage[node] if track is Track.NODE else self._prods(node)
+
+    def _prods(self, node: objects.NodeName) -> dict[str, int]:
+        found = self._prod.get(node)
+        if found is None:
+            found = self._prod[node] = dict(self._loads[node].prod_usage)
+            _add(found, self._prod_moved.pop(node, {}), 1)
+        return found
 
     def prod_usage(self, node: objects.NodeName) -> Resources:
         """Projected usage of the node's prod pods."""
-        return Resources(self._prod[node])
+        return Resources(self._prods(node))
 
     def used(self, node: objects.NodeName, track: Track) -> Resources:
         """Projected usage on the track: the node's, or its prod pods'."""
@@ -110,6 +124,10 @@ class Ledger:
     def requested(self, node: objects.NodeName) -> Resources:
         """Projected requests of the node's pods, with a ``pods`` count."""
         return Resources(self._requests(node))
+
+    def requested_amounts(self, node: objects.NodeName) -> Mapping[str, int]:
+        """`requested` without building a Resources (hot loops; do not mutate)."""
+        return self._requests(node)
 
     @property
     def moves(self) -> Mapping[objects.PodUID, tuple[objects.NodeName, objects.NodeName | None]]:
@@ -134,9 +152,11 @@ class Ledger:
         for node, sign in ((source, -1), (destination, 1)):
             if node is None or node not in self._usage:
                 continue
+            self._touched.add(node)
             _add(self._usage[node], used, sign)
             if prod:
-                _add(self._prod[node], used, sign)
+                found = self._prod.get(node)
+                _add(self._prod_moved.setdefault(node, {}) if found is None else found, used, sign)
             _add(self._requests(node), pod.requests, sign)
             _add(self._requests(node), one_pod, sign)
         self._moved[pod.uid] = (source, destination)
@@ -272,7 +292,7 @@ def find_destination(
     unschedulable: list[str] = []
     overloaded: list[str] = []
     for dest in itertools.chain((first,), order):
-        fitted = scheduling.pod_fits_node(pod, dest.node, ledger.requested(dest.name))
+        fitted = scheduling.pod_fits_node(pod, dest.node, ledger.requested_amounts(dest.name))
         if not fitted:
             unschedulable.append(f"{dest.name}: {', '.join(fitted.reasons)}")
             continue

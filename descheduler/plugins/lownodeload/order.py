@@ -1,8 +1,9 @@
 """The order in which LowNodeLoad tries a source's pods: a total order by key tuple.
 
-`plan` ranks a source's candidates with `rank` before each attempt, against
-the source's current excess (its usage above the high marks), so after each
-eviction the next pick fits what is left. Koordinator ranks once per source
+`plan` ranks a source's candidates before each attempt (with a `Ranker`,
+which orders as `rank` does and keeps what does not change between attempts),
+against the source's current excess (its usage above the high marks), so
+after each eviction the next pick fits what is left. Koordinator ranks once per source
 (`sortPodsOnOneOverloadedNode`, `pkg/descheduler/utils/sorter/pod.go`); its
 comparators, in order, are kept:
 
@@ -45,6 +46,7 @@ __all__ = [
     "ANNOTATION_EVICTION_COST",
     "ANNOTATION_POD_DELETION_COST",
     "EvictionKey",
+    "Ranker",
     "cost",
     "eviction_key",
     "fit_score",
@@ -138,34 +140,116 @@ def rank(
     excess: Mapping[str, int],
     weights: Mapping[str, int],
 ) -> list[objects.Pod]:
-    """The pods in eviction order for this excess.
+    """The pods in eviction order for this excess: `eviction_key` order."""
+    pods = list(pods)
+    return Ranker(pods, usage_of, weights).rank(pods, excess)
 
-    With one weighted resource over (the usual case) the fit term is replaced by
-    an integer key giving exactly the order of `-fit_score` without building
-    Fractions: covering pods (usage >= excess) first, smallest first, then the
-    others largest first.
+
+class _Exact:
+    """The exact value -num/den (den > 0), compared by integer cross-multiplication."""
+
+    __slots__ = ("den", "num")
+
+    def __init__(self, num: int, den: int) -> None:
+        self.num = -num
+        self.den = den
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Exact):
+            return NotImplemented
+        return self.num * other.den == other.num * self.den
+
+    def __lt__(self, other: _Exact) -> bool:
+        return self.num * other.den < other.num * self.den
+
+
+class Ranker:
+    """`rank` for one source's candidates, which `plan` ranks again after each eviction.
+
+    The keys that do not depend on the excess (classes, priority, costs, age,
+    names) and each pod's usage are computed once per pod, not once per ranking.
+    The fit term orders exactly as `-fit_score` does, without Fractions:
+
+    - one weighted resource over (the usual case): covering pods (usage >=
+      excess) first, smallest first, then the others largest first;
+    - several: the correctly rounded float of the score (Python's int / int),
+      then the exact value. Rounding is monotonic, so two floats that differ
+      are in the order of the exact values; only equal floats (rare: mostly
+      equal scores) compare the exact values, by cross-multiplication.
     """
-    judged = [(n, o) for n, o in excess.items() if weights.get(n, 0) > 0 and o > 0]
-    if len(judged) != 1:
-        return sorted(pods, key=lambda pod: eviction_key(pod, usage_of(pod), excess, weights))
-    name, over = judged[0]
 
-    def key(pod: objects.Pod) -> tuple[object, ...]:
-        used = usage_of(pod).get(name, 0)
-        fit = (0, used) if used >= over else (1, -used)
-        created = pod.creation_timestamp
-        return (
-            _CLASS_RANK[usage.priority_class(pod)],
-            pod.priority or 0,
-            _KUBE_QOS_RANK[pod.kube_qos],
-            _KOORD_QOS_RANK[pod.koord_qos],
-            cost(pod, ANNOTATION_POD_DELETION_COST),
-            cost(pod, ANNOTATION_EVICTION_COST),
-            fit,
-            math.inf if created is None else -created.timestamp(),
-            pod.namespace,
-            pod.name,
-            pod.uid,
-        )
+    def __init__(
+        self,
+        pods: Iterable[objects.Pod],
+        usage_of: Callable[[objects.Pod], Mapping[str, int]],
+        weights: Mapping[str, int],
+    ) -> None:
+        self._weights = weights
+        heads: dict[tuple[int, ...], tuple[int, ...]] = {}
+        # id(pod) -> (pod, fixed head key, usage, fixed tail key); the entry holds
+        # the pod, so its id cannot be reused while the Ranker lives.
+        self._fixed: dict[int, tuple[objects.Pod, tuple[int, ...], Mapping[str, int], _Tail]] = {}
+        for pod in pods:
+            head: tuple[int, ...] = (
+                _CLASS_RANK[usage.priority_class(pod)],
+                pod.priority or 0,
+                _KUBE_QOS_RANK[pod.kube_qos],
+                _KOORD_QOS_RANK[pod.koord_qos],
+                cost(pod, ANNOTATION_POD_DELETION_COST),
+                cost(pod, ANNOTATION_EVICTION_COST),
+            )
+            head = heads.setdefault(head, head)  # one object per value: tuple compares stop early
+            created = pod.creation_timestamp
+            tail = (
+                math.inf if created is None else -created.timestamp(),
+                pod.namespace,
+                pod.name,
+                pod.uid,
+            )
+            self._fixed[id(pod)] = (pod, head, usage_of(pod), tail)
 
-    return sorted(pods, key=key)
+    def rank(self, pods: Iterable[objects.Pod], excess: Mapping[str, int]) -> list[objects.Pod]:
+        """These pods (each given to the constructor) in eviction order for this excess."""
+        weights = self._weights
+        judged = [(n, o, weights.get(n, 0)) for n, o in excess.items()]
+        judged = [(n, o, w) for n, o, w in judged if w > 0 and o > 0]
+        fixed = self._fixed
+        pods = list(pods)
+        keys: list[tuple[tuple[int, ...], object, _Tail, int]] = []
+        if not judged:  # every fit_score is 0: the term orders nothing
+            for index, pod in enumerate(pods):
+                _, head, _, tail = fixed[id(pod)]
+                keys.append((head, 0, tail, index))
+        elif len(judged) == 1:
+            name, over, _ = judged[0]
+            for index, pod in enumerate(pods):
+                _, head, used_by, tail = fixed[id(pod)]
+                used = used_by.get(name, 0)
+                fit = (0, used) if used >= over else (1, -used)
+                keys.append((head, fit, tail, index))
+        else:
+            total_weight = sum(w for _, _, w in judged)
+            scores = []
+            for pod in pods:
+                used_by = fixed[id(pod)][2]
+                num, den = 0, 1  # as fit_score computes them
+                for name, over, weight in judged:
+                    amount = used_by.get(name, 0)
+                    if amount < over:
+                        num, den = num * over + weight * amount * den, den * over
+                    else:
+                        num, den = num * amount + weight * (amount + over) * den, den * amount
+                scores.append((num, den * total_weight))
+            floats = [-(num / den) for num, den in scores]
+            fits: list[object] = list(floats)
+            if len(set(floats)) < len(floats):  # equal floats: let the exact values decide
+                fits = [(f, _Exact(*score)) for f, score in zip(floats, scores, strict=True)]
+            for index, (pod, term) in enumerate(zip(pods, fits, strict=True)):
+                _, head, _, tail = fixed[id(pod)]
+                keys.append((head, term, tail, index))
+        # The index keeps equal keys in input order, as a stable sort does.
+        keys.sort()
+        return [pods[key[3]] for key in keys]
+
+
+_Tail = tuple[float, str, str, str]

@@ -8,6 +8,9 @@ e.g. "no_fit"), each `NodeReport` says what part a node played, each
 Callbacks into the framework answer with a `Refusal`-like value: a reason code
 string, or any object with a `reason` code whose `str()` is the human detail
 (the framework's `reasons.Refusal` is one). `reason_and_detail` reads either.
+An `evictable` refusal because an eviction cap is full is a `LimitReached`,
+which tells `plan` what to stop: the whole plan (the total cap), the source's
+drain (its node's cap), or nothing more than this candidate (a namespace's).
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from descheduler.plugins.lownodeload.classify import Track
 from kube import objects
 
 __all__ = [
+    "LIMIT_REACHED",
     "Answer",
     "Decision",
+    "Limit",
+    "LimitReached",
     "NodeReport",
     "Plan",
     "PoolReport",
@@ -42,6 +48,32 @@ class RefusalLike(Protocol):
 
 
 Answer = str | RefusalLike | None  # None: go ahead
+
+LIMIT_REACHED = "limit_reached"
+
+
+class Limit(enum.StrEnum):
+    """Which eviction cap is full (maxNoOfPodsToEvictTotal, ...PerNode, ...PerNamespace)."""
+
+    TOTAL = "total"  # no later candidate can go: the plan stops
+    NODE = "node"  # no later candidate of this source can go: its drain stops
+    NAMESPACE = "namespace"  # candidates of other namespaces still can
+
+
+@dataclass(frozen=True, slots=True)
+class LimitReached:
+    """A refusal because an eviction cap is full: reason `limit_reached`, `str()` the detail."""
+
+    limit: Limit
+    detail: str
+
+    @property
+    def reason(self) -> str:
+        """The reason code, `limit_reached`."""
+        return LIMIT_REACHED
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def reason_and_detail(answer: str | RefusalLike) -> tuple[str, str]:
@@ -113,6 +145,8 @@ class Plan:
     nodes: Mapping[objects.NodeName, NodeReport]
     ledger: fit.Ledger
     relieved: tuple[objects.NodeName, ...]  # sources brought back under their high marks
+    stopped: LimitReached | None = None  # the total cap that stopped the plan, if one did
+    untried: int = 0  # candidates the plan would have tried next when it stopped
 
     @property
     def evicted(self) -> tuple[Decision, ...]:

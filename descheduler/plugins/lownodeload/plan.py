@@ -29,6 +29,15 @@ re-ranked after each eviction. Each candidate tried gets a `Decision`: evicted
 evictor's filter), `cool_down`, `no_fit`, `would_overload_destination`, or the
 evictor's refusal. Candidates left when a source stops get no decision.
 
+Eviction caps (an `evictable` answer that is an `outcome.LimitReached`): the
+candidate refused gets its `limit_reached` decision, then nothing the cap
+covers is tried. The source's cap (maxNoOfPodsToEvictPerNode) stops its
+drain; the total cap (maxNoOfPodsToEvictTotal) stops every drain, and
+`Plan.untried` counts the candidates that would have been tried next (those
+of the source being drained and of every later source still to drain);
+pools are still classified, so reports and the detector see every node. A
+namespace's cap refuses only that candidate.
+
 The plugin handles `paused` and `dryRun`; in a dry run it should pass
 `cool_down.fork()`. It may `detector.reset` the sources in `Plan.relieved`.
 """
@@ -48,13 +57,15 @@ from descheduler.plugins.lownodeload.cooldown import CoolDown
 from descheduler.plugins.lownodeload.outcome import (
     Answer,
     Decision,
+    Limit,
+    LimitReached,
     NodeReport,
     Plan,
     PoolReport,
     Role,
     reason_and_detail,
 )
-from kube import objects, slo
+from kube import objects, selectors, slo
 
 __all__ = ["COOL_DOWN", "FILTERED", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
 
@@ -80,10 +91,13 @@ class _Cycle:
     evictable: Callable[[objects.Pod], Answer]
     try_evict: Callable[[Decision], Answer]
     ledger: fit.Ledger
+    pod_selectors: tuple[selectors.LabelSelector, ...] = ()  # args.podSelectors' selectors
     decisions: list[Decision] = dataclasses.field(default_factory=list)
     reports: dict[objects.NodeName, NodeReport] = dataclasses.field(default_factory=dict)
     relieved: list[objects.NodeName] = dataclasses.field(default_factory=list)
     kept: list[fit.Destinations] = dataclasses.field(default_factory=list)
+    stopped: LimitReached | None = None  # the total cap, once reached
+    untried: int = 0
 
     def classify_pool(
         self, pool: NodePool, loads: Loads, marks: AllMarks
@@ -93,6 +107,7 @@ class _Cycle:
         condition = pool.anomaly_condition
         sources: dict[Track, list[usage.NodeLoad]] = {track: [] for track in Track}
         dests: dict[Track, list[usage.NodeLoad]] = {track: [] for track in Track}
+        observed = (Track.NODE, Track.PROD) if prod_enabled else (Track.NODE,)
         for load in loads:
             verdict = classify.classify(load, marks[load.name], prod_enabled=prod_enabled)
             hot = {Track.NODE: verdict.hot, Track.PROD: verdict.prod_hot and not verdict.hot}
@@ -100,15 +115,15 @@ class _Cycle:
                 track: self.detector.observe(
                     load.name, hot=hot[track], now=self.now, condition=condition, track=track
                 )
-                for track in Track
-                if track is Track.NODE or prod_enabled
+                for track in observed
             }
+            destination_for = verdict.destination_for
             report = NodeReport(
                 load.name,
                 pool.name,
-                Role.DESTINATION if verdict.destination_for else Role.NEITHER,
+                Role.DESTINATION if destination_for else Role.NEITHER,
                 percent=usage.percentages(load.usage, load.capacity),
-                destination_for=verdict.destination_for,
+                destination_for=destination_for,
             )
             track = verdict.source_track
             if track is not None:
@@ -126,7 +141,7 @@ class _Cycle:
                         track=track,
                         detail=f"{over}; hot for {streak} of {needed} readings",
                     )
-            for each in verdict.destination_for:
+            for each in destination_for:
                 dests[each].append(load)
             self.reports[load.name] = report
         return sources, dests
@@ -191,20 +206,29 @@ class _Cycle:
             for p in self.pods_by_node.get(source.name, ())
             if p.phase not in _FINISHED and (track is Track.NODE or usage.is_prod(p))
         ]
+        dests = kept.loads
+        if self.stopped is not None:  # the total cap: count what would have been tried
+            if pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
+                self.untried += len(pending)
+            return
+        ranker = order.Ranker(pending, source.usage_of, pool.resource_weights)
+        high = marks[source.name].high_for(track)
         rank_again = True
         evicted = False
-        dests = kept.loads
         while pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
             if rank_again:
-                over = classify.excess(
-                    self.ledger.used(source.name, track), marks[source.name].high_for(track)
-                )
-                pending = order.rank(pending, source.usage_of, over, pool.resource_weights)
+                over = classify.excess(self.ledger.amounts(source.name, track), high)
+                pending = ranker.rank(pending, over)
                 rank_again = False
-            decision = self._decide(pool, source, pending.pop(0), kept, marks, track)
+            decision, limit = self._decide(pool, source, pending.pop(0), kept, marks, track)
             self.decisions.append(decision)
             if decision.evicted:
                 rank_again = evicted = True
+            elif limit is not None and limit.limit is not Limit.NAMESPACE:
+                if limit.limit is Limit.TOTAL:
+                    self.stopped = limit
+                    self.untried += len(pending)
+                break
         stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
         if evicted and stop == fit.STOP_RELIEVED:
             self.relieved.append(source.name)
@@ -217,22 +241,26 @@ class _Cycle:
         kept: fit.Destinations,
         marks: AllMarks,
         track: Track,
-    ) -> Decision:
-        """One candidate: filters, cool-down, fit, then the evictor's answer."""
-        base = Decision(pod, source.name, None, None, "", pool.name, track)
+    ) -> tuple[Decision, LimitReached | None]:
+        """One candidate: filters, cool-down, fit, then the evictor's answer.
+
+        Also the cap that refused it, if one did (see the module docstring).
+        """
+        name = source.name
         filtered = self._filter(pod)
         if filtered is not None:
-            return dataclasses.replace(base, reason=FILTERED, detail=filtered)
+            return Decision(pod, name, None, FILTERED, filtered, pool.name, track), None
         refusal = self.evictable(pod)
         if refusal is not None:
             reason, detail = reason_and_detail(refusal)
-            return dataclasses.replace(base, reason=reason, detail=detail)
+            limit = refusal if isinstance(refusal, LimitReached) else None
+            return Decision(pod, name, None, reason, detail, pool.name, track), limit
         until = self.cool_down.blocked_until(pod, self.now)
         if until is not None:
             detail = (
                 f"a pod of its workload was evicted; cool-down until {objects.format_time(until)}"
             )
-            return dataclasses.replace(base, reason=COOL_DOWN, detail=detail)
+            return Decision(pod, name, None, COOL_DOWN, detail, pool.name, track), None
         found = fit.find_destination(
             pod,
             source,
@@ -245,31 +273,27 @@ class _Cycle:
             kept=kept,
         )
         if not found:
-            return dataclasses.replace(base, reason=found.reason, detail=found.detail)
-        used = self.ledger.used(source.name, track)
-        proposal = dataclasses.replace(
-            base,
-            destination=found.destination,
-            detail=classify.describe_over(source, used, marks[source.name], track),
-        )
+            return Decision(pod, name, None, found.reason, found.detail, pool.name, track), None
+        over = classify.describe_over(source, self.ledger.amounts(name, track), marks[name], track)
+        proposal = Decision(pod, name, found.destination, None, over, pool.name, track)
         refused = self.try_evict(proposal)
         if refused is not None:
             reason, detail = reason_and_detail(refused)
-            return dataclasses.replace(proposal, reason=reason, detail=detail or proposal.detail)
-        self.ledger.commit(pod, source.name, found.destination)
+            return dataclasses.replace(proposal, reason=reason, detail=detail or over), None
+        self.ledger.commit(pod, name, found.destination)
         for each in self.kept:
-            each.refresh(source.name)
+            each.refresh(name)
             each.refresh(found.destination)
         self.cool_down.record(pod, self.now)
-        return proposal
+        return proposal, None
 
     def _filter(self, pod: objects.Pod) -> str | None:
         """Why the plugin's own args exclude the pod (evictableNamespaces, podSelectors)."""
         namespaces = self.args.evictable_namespaces
         if namespaces is not None and not namespaces.allows(pod.namespace):
             return f"namespace {pod.namespace} is excluded by evictableNamespaces"
-        selectors = [s.selector for s in self.args.pod_selectors if s.selector is not None]
-        if selectors and not any(s.matches(pod.labels) for s in selectors):
+        chosen = self.pod_selectors
+        if chosen and not any(s.matches(pod.labels) for s in chosen):
             return "the pod matches no podSelectors entry"
         return None
 
@@ -313,7 +337,10 @@ def plan(
                 known.append(load)
         pool_loads.append(known)
     ledger = fit.Ledger({load.name: load for known in pool_loads for load in known}, pods_by_node)
-    cycle = _Cycle(args, pods_by_node, now, detector, cool_down, evictable, try_evict, ledger)
+    chosen = tuple(s.selector for s in args.pod_selectors if s.selector is not None)
+    cycle = _Cycle(
+        args, pods_by_node, now, detector, cool_down, evictable, try_evict, ledger, chosen
+    )
     cycle.reports.update(reports)
     pool_reports = tuple(
         cycle.run_pool(pool, known) for pool, known in zip(pools, pool_loads, strict=True)
@@ -326,4 +353,6 @@ def plan(
         dict(sorted(cycle.reports.items())),
         ledger,
         tuple(cycle.relieved),
+        cycle.stopped,
+        cycle.untried,
     )

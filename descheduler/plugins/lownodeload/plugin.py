@@ -6,7 +6,10 @@ connects the pure planner to the framework:
 
 - `evictable(pod)` asks the eviction limits, then the profile's evictor
   filters and pre-eviction filters (nodeFit), without recording anything: the
-  refusal becomes the candidate's `Decision`, which the plugin records;
+  refusal becomes the candidate's `Decision`, which the plugin records. A full
+  cap answers an `outcome.LimitReached`, so `plan` stops what the cap covers;
+  when the total cap stopped it, one `limit_reached` note says how many
+  candidates were not tried;
 - `try_evict(decision)` asks `handle.evictor.evict(...)` with the source's
   high-mark excess as the reason, the planned destination and the pod's
   measured usage (so the snapshot moves that usage with the pod). A refusal is
@@ -14,7 +17,7 @@ connects the pure planner to the framework:
   plugin does not record that candidate again.
 
 Every candidate `plan` tries thus ends with exactly one record: an eviction or
-a skip with a reason code. Node- and pool-level reasons become notes:
+a skip with a reason code. Node-, pool- and plan-level reasons become notes:
 `metrics_expired` (one per node whose load is unknown), `not_source` (hot, not
 yet confirmed by the detector) and `no_destination` ("no underutilized nodes").
 
@@ -46,12 +49,19 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from descheduler.config import PluginArgs
-from descheduler.framework import Handle, Reason, Refusal, Snapshot
+from descheduler.framework import Handle, Reason, Snapshot
 from descheduler.plugins.lownodeload import fit, plan
 from descheduler.plugins.lownodeload.anomaly import AnomalyDetector
 from descheduler.plugins.lownodeload.args import DEFAULT_POOL_NAME, LowNodeLoadArgs
 from descheduler.plugins.lownodeload.cooldown import CoolDown
-from descheduler.plugins.lownodeload.outcome import Answer, Decision, Plan, Role
+from descheduler.plugins.lownodeload.outcome import (
+    Answer,
+    Decision,
+    Limit,
+    LimitReached,
+    Plan,
+    Role,
+)
 from kube import objects, slo
 from kube.quantity import EMPTY, Resources
 
@@ -155,6 +165,13 @@ class LowNodeLoad:
                     f"node {report.node}: no underutilized nodes for its {report.track} load",
                     plugin=NAME,
                 )
+        if result.stopped is not None:
+            tried = "candidate was" if result.untried == 1 else "candidates were"
+            decisions.note(
+                Reason.LIMIT_REACHED,
+                f"{result.stopped.detail}: {result.untried} more {tried} not tried",
+                plugin=NAME,
+            )
 
     @staticmethod
     def _project(
@@ -206,20 +223,20 @@ class _Attempts:
     def evictable(self, pod: objects.Pod) -> Answer:
         """The eviction limits, then the evictor's filters and pre-eviction filters; records nothing.
 
-        Limits come first (the evictor checks them last): once a cap is reached,
-        every later candidate it covers is refused at once, without running the
-        filters, so a capped cycle over a big cluster stays cheap.
+        Limits come first (the evictor checks them last): a full cap refuses at
+        once, without running the filters, and as a `LimitReached`, so `plan`
+        stops trying the candidates the cap covers.
         """
         evictor = self.handle.evictor
         if evictor.total_limit_reached():
-            return Refusal(Reason.LIMIT_REACHED, "maxNoOfPodsToEvictTotal reached")
+            return LimitReached(Limit.TOTAL, "maxNoOfPodsToEvictTotal reached")
         if evictor.node_limit_reached(pod.node_name):
-            return Refusal(
-                Reason.LIMIT_REACHED, f"maxNoOfPodsToEvictPerNode reached on node {pod.node_name}"
+            return LimitReached(
+                Limit.NODE, f"maxNoOfPodsToEvictPerNode reached on node {pod.node_name}"
             )
         if evictor.namespace_limit_reached(pod.namespace):
-            return Refusal(
-                Reason.LIMIT_REACHED,
+            return LimitReached(
+                Limit.NAMESPACE,
                 f"maxNoOfPodsToEvictPerNamespace reached in namespace {pod.namespace}",
             )
         return evictor.filter(pod) or evictor.pre_eviction_filter(pod)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
@@ -104,20 +104,52 @@ class Unavailable:
 class NodeLoad:
     """A node's measured load at the start of a cycle (never changed afterwards).
 
-    `pod_usage` maps "namespace/name" to the pod's reported usage.
+    `pod_usage` maps "namespace/name" to the pod's reported usage. It and
+    `prod_usage` are worked out from `entries` (the NodeMetric's podsMetric)
+    and `pods` on first use: a cycle needs the first for its sources only and
+    the second for pools with prod marks only, and at 5,000 nodes / 150,000
+    pods working both out for every node took twice as long as the rest.
     """
 
     node: objects.Node
     capacity: Resources
     usage: Resources
-    prod_usage: Resources
-    pod_usage: Mapping[str, Resources]
     update_time: datetime
+    entries: tuple[slo.PodMetricInfo, ...] = ()
+    pods: tuple[objects.Pod, ...] = ()
+    _prod_usage: Resources | None = field(default=None, init=False, repr=False, compare=False)
+    _pod_usage: Mapping[str, Resources] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def name(self) -> objects.NodeName:
         """The node's name."""
         return self.node.name
+
+    @property
+    def prod_usage(self) -> Resources:
+        """The part of `usage` from the node's prod pods (`is_prod`), matched by namespace/name."""
+        found = self._prod_usage
+        if found is None:
+            prod_keys = {pod.key for pod in self.pods if is_prod(pod)}
+            prod: dict[str, int] = {}
+            for entry in self.entries:
+                if entry.key in prod_keys:
+                    for name, amount in entry.pod_usage.items():
+                        prod[name] = prod.get(name, 0) + amount
+            found = Resources(prod)
+            object.__setattr__(self, "_prod_usage", found)
+        return found
+
+    @property
+    def pod_usage(self) -> Mapping[str, Resources]:
+        """ "namespace/name" → the pod's reported usage (the last entry for a repeated name)."""
+        found = self._pod_usage
+        if found is None:
+            found = MappingProxyType({entry.key: entry.pod_usage for entry in self.entries})
+            object.__setattr__(self, "_pod_usage", found)
+        return found
 
     def usage_of(self, pod: objects.Pod) -> Resources:
         """The pod's reported usage, or nothing when the report has no entry for it."""
@@ -152,23 +184,17 @@ def node_load(
     # Koordinator's isNodeMetricExpired: expired once the age reaches the limit.
     if age >= expiration:
         return Unavailable(node.name, Why.EXPIRED, age)
-    prod_keys = {pod.key for pod in pods if is_prod(pod)}
     total: dict[str, int] = dict(info.system_usage)
-    prod: dict[str, int] = {}
-    per_pod: dict[str, Resources] = {}
     for entry in status.pods_metric:
-        per_pod[entry.key] = entry.pod_usage
         for name, amount in entry.pod_usage.items():
             total[name] = total.get(name, 0) + amount
-            if entry.key in prod_keys:
-                prod[name] = prod.get(name, 0) + amount
     return NodeLoad(
         node=node,
         capacity=capacity_of(node),
         usage=Resources(total),
-        prod_usage=Resources(prod),
-        pod_usage=MappingProxyType(per_pod),
         update_time=status.update_time,
+        entries=status.pods_metric,
+        pods=tuple(pods),
     )
 
 
