@@ -10,7 +10,8 @@ the dry-run switch and the metrics.
 `evict()` walks one pod through, recording exactly one outcome:
 
 1. already evicted this cycle → `already_evicted`; refused by a PDB this cycle
-   → `pdb_blocked` again, without an API call; gone → `pod_gone`;
+   → `pdb_blocked` again, without an API call; gone → `pod_gone`; refused by a
+   PDB in an earlier cycle and still resting (`backoff.PdbBackoff`) → `backoff`;
 2. filters, then pre-eviction filters → their `Refusal`;
 3. limits, counted at admission → `limit_reached` naming the limit;
 4. dry-run: the predicted answer (`dryrun.predict`), no write at all; else the
@@ -25,11 +26,18 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from descheduler.evictions import Backend, EvictOptions
 from descheduler.framework import dryrun
+from descheduler.framework.backoff import PdbBackoff
 from descheduler.framework.cycle import Cycle, CycleCell, Decisions, mode
-from descheduler.framework.interfaces import EvictPlugin, FilterPlugin, PreEvictionFilterPlugin
+from descheduler.framework.interfaces import (
+    Clock,
+    EvictPlugin,
+    FilterPlugin,
+    PreEvictionFilterPlugin,
+)
 from descheduler.framework.limits import Limits
 from descheduler.framework.metrics import Metrics
 from descheduler.framework.reasons import Reason, Refusal
@@ -38,6 +46,11 @@ from kube import eviction, objects
 from kube.quantity import Resources
 
 log = logging.getLogger("descheduler.evictor")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
 
 FRAMEWORK = "framework"
 UNLIMITED = Limits()
@@ -79,12 +92,16 @@ class EvictionCore:
         metrics: Metrics,
         limits: Limits = UNLIMITED,
         dry_run: bool = False,
+        clock: Clock | None = None,
+        backoff: PdbBackoff | None = None,
     ) -> None:
         self.cell = cell
         self.backend = backend
         self.metrics = metrics
         self.limits = limits
         self.dry_run = dry_run
+        self.clock: Clock = clock if clock is not None else _utc_now
+        self.backoff = backoff if backoff is not None else PdbBackoff()
         self.lock = threading.RLock()
 
 
@@ -187,6 +204,14 @@ class EvictorProxy:
             )
         if pod.uid in cycle.gone:
             return Refusal(Reason.POD_GONE, "the API server no longer has it", FRAMEWORK)
+        until = self._core.backoff.resting_until(pod.uid, self._core.clock())
+        if until is not None:
+            return Refusal(
+                Reason.BACKOFF,
+                "a PodDisruptionBudget refused it recently; next try after "
+                f"{until.strftime('%H:%M:%SZ')}",
+                FRAMEWORK,
+            )
         if cycle.api_down is not None:
             return Refusal(Reason.API_UNAVAILABLE, cycle.api_down, FRAMEWORK)
         return None
@@ -207,6 +232,8 @@ class EvictorProxy:
         usage: Resources | None,
     ) -> None:
         cycle.snapshot.record_eviction(pod, destination, usage)
+        if not cycle.dry_run:
+            self._core.backoff.forget(pod.uid)
         cycle.log.evictions.append(
             Eviction(pod.key, pod.node_name, options.plugin, options.reason, self.profile)
         )
@@ -230,6 +257,8 @@ class EvictorProxy:
         code, label = _REFUSED[result.outcome]
         if code is Reason.PDB_BLOCKED:
             cycle.pdb_blocked.add(pod.uid)
+            if not cycle.dry_run:  # a dry run reads the rests but never adds to them
+                self._core.backoff.refused(pod.uid, self._core.clock())
         elif code is Reason.POD_GONE:
             cycle.gone.add(pod.uid)
         elif code is Reason.API_UNAVAILABLE:

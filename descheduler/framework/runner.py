@@ -106,6 +106,7 @@ class Runner:
                 total=cfg.max_pods_to_evict_total,
             ),
             dry_run=cfg.dry_run,
+            clock=clock,
         )
         profiles = build_profiles(
             cfg.profiles,
@@ -149,6 +150,8 @@ class Runner:
                 notes=(Note(Reason.NOT_SYNCED, str(err)),),
             )
         snapshot = Snapshot(state, taken_at=started, node_selector=self._node_selector)
+        if self._core.backoff.resting and not dry:  # forget pods that left the cluster
+            self._core.backoff.keep_only({pod.uid for pod in snapshot.pods()})
         cycle = Cycle(snapshot, Ledger(self._core.limits), dry)
         cell = self._core.cell
         cell.begin(cycle)

@@ -92,6 +92,18 @@ def test_dry_run_predicts_pdb_refusals(pdb: DisruptionBudget, expected: list[str
     assert len(blocked) == 4 - len(expected)
 
 
+def test_dry_run_never_adds_a_backoff() -> None:
+    """A predicted 429 leaves no rest behind: a second dry-run cycle is refused by the PDB again."""
+    pods = [pod(f"web-{i}", labels={"app": "web"}) for i in range(3)]
+    source = framework.StaticSource(nodes=fakes.nodes("n1", "n2"), pods=pods, pdbs=[budget(0)])
+    raw = fakes.policy(balance=["All"], dryRun=True)
+    h = fakes.harness(raw, fakes.registry_with(All=fakes.evict_all), source)
+    first, second = h.runner.run_once(), h.runner.run_once()
+    codes = [s.reason_code for s in first.skipped]
+    assert codes == [Reason.PDB_BLOCKED] * 3
+    assert [s.reason_code for s in second.skipped] == codes
+
+
 def test_dry_run_lets_unhealthy_pods_go_while_the_budget_is_healthy() -> None:
     """An unready pod may be evicted despite disruptionsAllowed 0 (IfHealthyBudget)."""
     pdb = DisruptionBudget.from_api(

@@ -75,8 +75,30 @@ def test_pdb_blocked_pod_is_not_retried_this_cycle() -> None:
         ("default/a", "Second", Reason.PDB_BLOCKED),
     ]  # b, evicted by First, is no longer on n1 for Second
     assert "not retried" in report.skipped[1].detail
-    h.runner.run_once()  # the next cycle tries it again
-    assert backend.calls.count("default/a") == 2
+
+
+def test_pdb_blocked_pod_rests_across_cycles_with_doubling_backoff() -> None:
+    """After a 429 the pod rests 1 min (reason backoff, no API call), then 2 min after the next 429."""
+    backend = fakes.FakeBackend({"a": eviction.Outcome.PDB_BLOCKED})
+    h = fakes.harness(
+        fakes.policy(balance=["First"]),
+        fakes.registry_with(First=fakes.evict_all),
+        cluster("a"),
+        backend=backend,
+    )
+    h.runner.run_once()
+    resting = h.runner.run_once()  # same minute: no call
+    assert backend.calls == ["default/a"]
+    assert [(s.pod, s.reason_code) for s in resting.skipped] == [("default/a", Reason.BACKOFF)]
+    assert "next try after" in resting.skipped[0].detail
+    h.clock.advance(seconds=61)
+    h.runner.run_once()  # rested: asked again, refused again
+    assert backend.calls == ["default/a", "default/a"]
+    h.clock.advance(seconds=61)
+    assert h.runner.run_once().skipped[0].reason_code is Reason.BACKOFF  # now 2 minutes
+    h.clock.advance(seconds=60)
+    h.runner.run_once()
+    assert backend.calls.count("default/a") == 3
 
 
 def test_api_down_stops_further_calls_this_cycle() -> None:
