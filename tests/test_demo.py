@@ -36,7 +36,10 @@ def test_demo_evicts_from_the_hot_node_and_cleans_up(tmp_path: Path) -> None:
         "the PDB-protected pod was evicted"
     )
     assert summary["cooled"] and summary["after"]["n1"] <= 45.0
-    assert [m["to"] for m in summary["moves"]] == [d["to"] for d in evicted]
+    # each replacement went where the descheduler said (moves and Events may interleave)
+    assert {m["evicted"]: m["to"] for m in summary["moves"]} == {
+        d["pod"].split("/")[1]: d["to"] for d in evicted
+    }
 
     run_id, workdir = summary["run_id"], summary["workdir"]
     assert not Path(workdir).exists()
