@@ -1,0 +1,100 @@
+"""The operational HTTP endpoint both daemons serve: `/metrics`, `/healthz`, `/livez`.
+
+A stdlib `ThreadingHTTPServer` in a daemon thread. `/metrics` renders the one
+`CollectorRegistry` the daemon's `main` built; `/healthz` answers 200 with the
+JSON its readiness function returns, or 503 when that says `"ready": false`;
+`/livez` answers 200 whenever the process can answer at all (an unreachable API
+server makes a daemon unready, and must not get it restarted by its liveness
+probe). Callers: `agent.server` and `descheduler.app.server`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger(__name__)
+
+Readiness = Callable[[], Mapping[str, object]]  # JSON-able, with a boolean "ready"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], registry: CollectorRegistry, readiness: Readiness
+    ) -> None:
+        if ":" in address[0]:  # an IPv6 literal (brackets already stripped)
+            self.address_family = socket.AF_INET6
+        super().__init__(address, _Handler)
+        self.registry = registry
+        self.readiness = readiness
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/metrics":
+            self._reply(200, CONTENT_TYPE_LATEST, generate_latest(self.server.registry))
+        elif path == "/healthz":
+            body = self.server.readiness()
+            status = 200 if body.get("ready") else 503
+            self._reply(status, "application/json", json.dumps(body).encode() + b"\n")
+        elif path == "/livez":
+            self._reply(200, "text/plain; charset=utf-8", b"ok\n")
+        else:
+            self._reply(
+                404, "text/plain; charset=utf-8", b"not found; try /metrics, /healthz or /livez\n"
+            )
+
+    def _reply(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+
+class Endpoint:
+    """A running endpoint; `close()` stops it. Port 0 binds a free port (see `address`)."""
+
+    __slots__ = ("_server", "_thread")
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        registry: CollectorRegistry,
+        readiness: Readiness,
+        *,
+        name: str = "http",
+    ) -> None:
+        self._server = _Server(address, registry, readiness)
+        # poll_interval bounds how long close() waits for the loop to notice
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name=name, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port); the port is the real one when 0 was asked for."""
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def close(self) -> None:
+        """Stop serving and release the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
