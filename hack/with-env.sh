@@ -40,10 +40,19 @@ fi
 # (a fresh clone in CI) without reinstalling the dependencies.
 stamp="$venv/.nodeqos-editable"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$repo" ]]; then
-  "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$repo" >&2 \
-    || fail "editable install of $repo failed"
-  echo "$repo" > "$stamp"
+  exec 8>"$cache_root/venv/.lock"
+  flock 8
+  if [[ "$(cat "$stamp" 2>/dev/null)" != "$repo" ]]; then
+    "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$repo" >&2 \
+      || fail "editable install of $repo failed"
+    echo "$repo" > "$stamp"
+  fi
+  flock -u 8
 fi
+# Several checkouts (git worktrees, a CI clone beside a dev tree) may share one
+# venv; PYTHONPATH makes this checkout's code win in every process we start,
+# console scripts included, whichever checkout the editable install points at.
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 
 # NODEQOS_SKIP_CONTROL_PLANE=1 is for quick unit-only runs; tests that need the
 # control plane then fail saying how to build it.
