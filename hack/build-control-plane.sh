@@ -2,15 +2,14 @@
 # Builds the local control plane from the pinned modules in hack/go.mod —
 # etcd, kube-apiserver, kube-scheduler, kube-controller-manager, and certgen
 # (this repo's key-material generator) — in one `go build` invocation (the
-# shared packages compile once) into
-# a cache outside the repository, keyed by a digest of hack/, and prints the
-# directory holding all three. Idempotent: a second run prints the cached
+# shared packages compile once) into a cache outside the repository, keyed by
+# a digest of hack/, and prints the directory holding them. Idempotent: a second run prints the cached
 # directory at once; concurrent runs wait for one build.
 #
 # Honours the envtest conventions: when KUBEBUILDER_ASSETS, or both
 # TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, name prebuilt binaries, those
 # are used for those two; kube-scheduler, kube-controller-manager and certgen
-are still built from the pinned module.
+# are still built from the pinned module.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
