@@ -1,4 +1,5 @@
-"""A throwaway local Kubernetes control plane: real etcd plus real kube-apiserver.
+"""A throwaway local Kubernetes control plane: real etcd and kube-apiserver, and on
+request the real kube-scheduler and kube-controller-manager.
 
 Used by the test suite (a session-scoped fixture) and by the demo. The binaries
 come from ``hack/build-control-plane.sh`` (built from pinned Go modules, cached
@@ -8,12 +9,17 @@ outside the repo) or from the envtest variables ``KUBEBUILDER_ASSETS`` /
 What it sets up, and why:
 
 - etcd and kube-apiserver on free loopback ports with data in a temporary dir;
+  with `scheduler=True` / `controllers=True` also kube-scheduler (its
+  KubeSchedulerConfiguration given as a mapping, e.g. with the nodeqos
+  extender) and kube-controller-manager, each under its own bootstrap identity
+  (see `kube.components`); fast tests leave both off;
 - certificates and the service-account signing key from ``certgen`` (a Go
   helper built with the binaries, so Python needs no crypto package);
 - RBAC authorization, a static admin token in ``system:masters`` and the
   TokenRequest API, so tests can act as other identities and see real 403s;
-- the ``ServiceAccount`` admission plugin off: no controller-manager runs to
-  create ``default`` service accounts, and pods must still be admitted;
+- the ``ServiceAccount`` admission plugin off unless asked for: without the
+  controller manager nobody creates ``default`` service accounts, and even with
+  it a test's fresh namespace would race the controller;
 - children die with us: each is started in its own session with
   ``PR_SET_PDEATHSIG``, and ``stop()`` runs on exit, SIGTERM and Ctrl-C paths.
 """
@@ -35,11 +41,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from kube import components
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +55,7 @@ BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "hack" / "build-control-
 CRDS_DIR = Path(__file__).resolve().parent.parent / "deploy" / "crds"
 
 HOW_TO_BUILD = (
-    "Build the local control plane with `make control-plane` (needs Go >= 1.24 and the Go "
+    "Build the local control plane with `make control-plane` (needs Go >= 1.26 and the Go "
     "module proxy), or point KUBEBUILDER_ASSETS at a directory holding kube-apiserver and etcd."
 )
 
@@ -63,13 +71,27 @@ class Binaries:
     etcd: Path
     kube_apiserver: Path
     certgen: Path
+    kube_scheduler: Path
+    kube_controller_manager: Path
 
     @classmethod
     def in_dir(cls, directory: Path) -> Binaries:
-        found = cls(directory / "etcd", directory / "kube-apiserver", directory / "certgen")
+        found = cls(
+            directory / "etcd",
+            directory / "kube-apiserver",
+            directory / "certgen",
+            directory / "kube-scheduler",
+            directory / "kube-controller-manager",
+        )
         missing = [
             str(p)
-            for p in (found.etcd, found.kube_apiserver, found.certgen)
+            for p in (
+                found.etcd,
+                found.kube_apiserver,
+                found.certgen,
+                found.kube_scheduler,
+                found.kube_controller_manager,
+            )
             if not os.access(p, os.X_OK)
         ]
         if missing:
@@ -118,7 +140,8 @@ class Identity:
 
 
 class ControlPlane:
-    """etcd + kube-apiserver on loopback. Use as a context manager, or start()/stop()."""
+    """etcd + kube-apiserver on loopback (and optionally kube-scheduler and
+    kube-controller-manager). Use as a context manager, or start()/stop()."""
 
     ADMIN_USER = "nodeqos-admin"
 
@@ -129,8 +152,24 @@ class ControlPlane:
         workdir: Path | None = None,
         crds_dir: Path | None = CRDS_DIR,
         start_timeout: float = 60.0,
+        scheduler: bool = False,
+        scheduler_config: Mapping[str, Any] | None = None,
+        controllers: bool | Sequence[str] = False,
+        service_account_admission: bool = False,
     ) -> None:
         self._binaries = binaries
+        self._want_scheduler = scheduler
+        self._scheduler_base = scheduler_config
+        self._controllers: tuple[str, ...] = (
+            components.DEFAULT_CONTROLLERS if controllers is True else tuple(controllers or ())
+        )
+        self._service_account_admission = service_account_admission
+        self._component_tokens = {
+            components.SCHEDULER_USER: secrets.token_hex(16),
+            components.CONTROLLER_MANAGER_USER: secrets.token_hex(16),
+        }
+        self._scheduler: subprocess.Popen[bytes] | None = None
+        self._controller_manager: subprocess.Popen[bytes] | None = None
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="nodeqos-cp-"))
         self._crds_dir = crds_dir
@@ -181,14 +220,22 @@ class ControlPlane:
             self._start_etcd()
             self.start_apiserver()
             self._write_kubeconfig(self.kubeconfig, self.ADMIN_USER, self._admin_token)
+            for user, token in self._component_tokens.items():
+                self._write_kubeconfig(self._component_kubeconfig(user), user, token)
             if self._crds_dir is not None:
                 self.install_crds(self._crds_dir)
+            if self._controllers:
+                self.start_controller_manager()
+            if self._want_scheduler:
+                self.start_scheduler(self._scheduler_base)
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
-        """Stop both processes (SIGTERM, then SIGKILL) and remove the work dir we made."""
+        """Stop every process (SIGTERM, then SIGKILL) and remove the work dir we made."""
+        self.stop_scheduler()
+        self.stop_controller_manager()
         self.stop_apiserver()
         self._terminate(self._etcd)
         self._etcd = None
@@ -222,6 +269,60 @@ class ControlPlane:
         """Stop kube-apiserver only (etcd keeps the data): an API outage for tests."""
         self._terminate(self._apiserver)
         self._apiserver = None
+
+    # -- kube-scheduler and kube-controller-manager -----------------------------------
+
+    def start_scheduler(self, config: Mapping[str, Any] | None = None) -> None:
+        """Start kube-scheduler with `config` (a KubeSchedulerConfiguration mapping:
+        profiles, extenders) on this cluster; waits for its /healthz. A running
+        scheduler is restarted, so a test can switch configurations."""
+        self.stop_scheduler()
+        user = components.SCHEDULER_USER
+        kubeconfig = self._component_kubeconfig(user)
+        config_file = components.write_scheduler_config(
+            self.workdir / "kube-scheduler.yaml", components.scheduler_config(kubeconfig, config)
+        )
+        port = free_port()
+        self._scheduler = self._spawn(
+            "kube-scheduler",
+            components.scheduler_args(
+                config_file, kubeconfig, port, self.workdir / "kube-scheduler-certs"
+            ),
+        )
+        self._wait_component(self._scheduler, "kube-scheduler", port)
+
+    def stop_scheduler(self) -> None:
+        self._terminate(self._scheduler)
+        self._scheduler = None
+
+    def start_controller_manager(self) -> None:
+        """Start kube-controller-manager with this plane's controllers; waits for /healthz."""
+        if self._controller_manager is not None:
+            return
+        kubeconfig = self._component_kubeconfig(components.CONTROLLER_MANAGER_USER)
+        port = free_port()
+        self._controller_manager = self._spawn(
+            "kube-controller-manager",
+            components.controller_manager_args(
+                kubeconfig,
+                port,
+                self.workdir / "kube-controller-manager-certs",
+                self.workdir / "pki",
+                self._controllers or components.DEFAULT_CONTROLLERS,
+            ),
+        )
+        self._wait_component(self._controller_manager, "kube-controller-manager", port)
+
+    def stop_controller_manager(self) -> None:
+        self._terminate(self._controller_manager)
+        self._controller_manager = None
+
+    def _component_kubeconfig(self, user: str) -> Path:
+        return self.workdir / f"{user.split(':')[-1]}.kubeconfig"
+
+    def _wait_component(self, proc: subprocess.Popen[bytes], name: str, port: int) -> None:
+        # Both serve /healthz with a self-signed certificate of their own.
+        self._wait_http(proc, name, f"https://127.0.0.1:{port}/healthz", None, verify=False)
 
     def compact_etcd(self) -> int:
         """Compact etcd at its current revision (old resourceVersions then answer 410 Gone)."""
@@ -352,9 +453,10 @@ class ControlPlane:
         )
         if done.returncode != 0:
             raise ControlPlaneError(f"certgen failed: {done.stderr.strip()}. {HOW_TO_BUILD}")
-        (pki / "tokens.csv").write_text(
-            f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"\n'
-        )
+        lines = [f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"']
+        # The scheduler's and controller manager's users, bound by bootstrap RBAC.
+        lines += [f"{token},{user},uid-{user}" for user, token in self._component_tokens.items()]
+        (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
 
     def _start_etcd(self) -> None:
         for attempt in range(3):
@@ -398,7 +500,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24",
-            "--disable-admission-plugins=ServiceAccount",
+            *(() if self._service_account_admission else ("--disable-admission-plugins=ServiceAccount",)),
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
             f"--cert-dir={pki}",
@@ -425,10 +527,18 @@ class ControlPlane:
         self._wait_http(proc, name, f"{self.url}/readyz", self._admin_token)
 
     def _wait_http(
-        self, proc: subprocess.Popen[bytes], name: str, url: str, token: str | None
+        self,
+        proc: subprocess.Popen[bytes],
+        name: str,
+        url: str,
+        token: str | None,
+        *,
+        verify: bool = True,
     ) -> None:
         deadline = time.monotonic() + self._start_timeout
-        context = self._ssl() if url.startswith("https") else None
+        context: ssl.SSLContext | None = None
+        if url.startswith("https"):
+            context = self._ssl() if verify else ssl._create_unverified_context()
         while True:
             if proc.poll() is not None:
                 raise ControlPlaneError(

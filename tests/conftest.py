@@ -29,6 +29,18 @@ def control_plane() -> Iterator[controlplane.ControlPlane]:
         yield plane
 
 
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[controlplane.ControlPlane]:
+    """A control plane that also runs the real kube-controller-manager and kube-scheduler.
+
+    Kept apart from `control_plane` so the many tests that play those parts by
+    hand (or need none of them) stay fast and deterministic. Tests that change
+    the scheduler's configuration restart it with `start_scheduler(config)`.
+    """
+    with controlplane.ControlPlane(_binaries(), scheduler=True, controllers=True) as plane:
+        yield plane
+
+
 @pytest.fixture
 def private_control_plane() -> Iterator[controlplane.ControlPlane]:
     """A control plane of the test's own, for tests that stop or restart it."""
