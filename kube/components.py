@@ -48,9 +48,7 @@ NODE_LIFECYCLE_CONTROLLER = "node-lifecycle-controller"
 SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 
 
-def scheduler_config(
-    kubeconfig: Path, base: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def scheduler_config(kubeconfig: Path, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A KubeSchedulerConfiguration: `base` (profiles, extenders, ...) on our connection.
 
     `base` is what a user would ship (for example deploy/kube-scheduler/*.yaml);
@@ -60,7 +58,9 @@ def scheduler_config(
     config.setdefault("apiVersion", SCHEDULER_CONFIG_API)
     config.setdefault("kind", "KubeSchedulerConfiguration")
     if config["kind"] != "KubeSchedulerConfiguration":
-        raise ValueError(f"scheduler config has kind {config['kind']!r}; want KubeSchedulerConfiguration")
+        raise ValueError(
+            f"scheduler config has kind {config['kind']!r}; want KubeSchedulerConfiguration"
+        )
     config["clientConnection"] = {
         **config.get("clientConnection", {}),
         "kubeconfig": str(kubeconfig),

@@ -500,7 +500,11 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24",
-            *(() if self._service_account_admission else ("--disable-admission-plugins=ServiceAccount",)),
+            *(
+                ()
+                if self._service_account_admission
+                else ("--disable-admission-plugins=ServiceAccount",)
+            ),
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
             f"--cert-dir={pki}",

@@ -53,7 +53,11 @@ def deployment(name: str, replicas: int, *, cpu: str = "100m", **pod_spec: Any) 
                 "metadata": {"labels": {"app": name}},
                 "spec": {
                     "containers": [
-                        {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": cpu}},
+                        }
                     ],
                     **pod_spec,
                 },
@@ -136,9 +140,11 @@ def test_disruption_controller_computes_pdb_status(admin: rest.Rest, ns: str) ->
             },
         )
         bound = eventually(
-            lambda: (p := [x for x in pods(admin, ns, "guarded") if x["spec"].get("nodeName")])
-            and len(p) == 2
-            and p,
+            lambda: (
+                (p := [x for x in pods(admin, ns, "guarded") if x["spec"].get("nodeName")])
+                and len(p) == 2
+                and p
+            ),
             what="2 bound pods",
         )
         for pod in bound:  # the kubelet's part: report them Running and Ready
