@@ -1,17 +1,23 @@
-"""The nodeqos demo: measured usage drives a real eviction, end to end. Run: `make demo`.
+"""The nodeqos demo: measured usage drives eviction and placement, end to end. Run: `make demo`.
 
-1. A real local control plane (etcd + kube-apiserver), the CRDs, and the RBAC
-   and descheduler ConfigMap from deploy/.
-2. Three nodes with pods bound to them; n1 runs hot. In each pod's cgroup a
-   real busy process (or, without a writable cgroup v1, a load generator).
+1. A real local control plane: etcd, kube-apiserver, kube-controller-manager
+   (deployment, replicaset, daemonset, disruption, garbage-collector
+   controllers) and kube-scheduler, configured with the nodeqos scheduler
+   extender; the CRDs, RBAC and descheduler ConfigMap from deploy/.
+2. Three nodes; real Deployments, a DaemonSet and a PDB (scenario.py). n1 runs
+   hot although its requests are the lowest. In each pod's cgroup a real busy
+   process (or, without a writable cgroup v1, a load generator).
 3. One real `nodeqos-agent` per node, in cluster mode under its ServiceAccount,
-   publishing the node's NodeMetric.
-4. A real `nodeqos-descheduler` with a LowNodeLoad profile, under its own
-   ServiceAccount, evicting through the Eviction API (the PDB holds).
-5. The demo plays scheduler, ReplicaSet controller and kubelet: the evicted pod's
-   replacement is bound to the node the descheduler intended and its process
-   moves there, so the next NodeMetric shows n1 cooled.
+   publishing the node's NodeMetric; one `nodeqos-scheduler-extender`.
+4. A real `nodeqos-descheduler` with a LowNodeLoad profile evicts from n1
+   through the Eviction API (the PDB, kept by the real disruption controller,
+   holds); the real ReplicaSet controller makes the replacement and the real
+   scheduler, asking the extender, places it on a cool node.
+5. The demo plays only the kubelet: it starts a pod's busy process once the
+   scheduler has bound it, reports it Running, and stops it on deletion.
 
+`--scheduler default` runs the same story without the extender, to show what
+placement by requests does (the replacement goes back to the hot node).
 Everything is torn down at the end, on Ctrl-C and on SIGTERM.
 """
 
@@ -44,6 +50,18 @@ HIGH, LOW = 45.0, 30.0
 TOWARDS = re.compile(r"from node (\S+) towards node (\S+) by (\S+?)(?:,|:)")
 
 
+def extender_config() -> dict[str, Any]:
+    raise NotImplementedError
+
+
+def extender_argv(kubeconfig: Path, config_file: Path, port: int) -> list[str]:
+    raise NotImplementedError
+
+
+def scheduler_with_extender(port: int) -> dict[str, Any]:
+    raise NotImplementedError
+
+
 def descheduler_config(metrics_port: int) -> dict[str, Any]:
     """The ConfigMap's configuration from deploy/descheduler.yaml, tuned to a 2-minute demo."""
     for doc in yaml.safe_load_all((REPO / "deploy" / "descheduler.yaml").read_text()):
@@ -68,17 +86,29 @@ def descheduler_config(metrics_port: int) -> dict[str, Any]:
 
 
 class Demo:
-    def __init__(self, workdir: Path, *, timeout: float, out: Any = sys.stdout) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        timeout: float,
+        scheduler: str = "nodeqos",
+        settle: float = 0.0,
+        out: Any = sys.stdout,
+    ) -> None:
         self.workdir = workdir
         self.timeout = timeout
+        self.scheduler = scheduler
+        self.settle = settle
         self.out = out
         self.run_id = uuid.uuid4().hex[:8]
         self.trees: dict[str, workload.NodeTree] = {}
+        self.running: dict[str, str] = {}  # pod uid -> node whose tree holds its process
         self.procs: list[Any] = []
-        self.intended: dict[str, str] = {}  # evicted pod name -> node the descheduler chose
         self.decisions: list[dict[str, str]] = []
         self.seen_events: set[str] = set()
+        self.evicted: dict[str, dict[str, str]] = {}  # pod uid -> decision
         self.moves: list[dict[str, str]] = []
+        self.initial: set[str] = set()  # uids of the pods placed at set-up
         self.before: dict[str, float] = {}
         self.moved_at: float | None = None
         self.lock = threading.Lock()
@@ -91,19 +121,43 @@ class Demo:
 
     def run(self, stack: contextlib.ExitStack) -> dict[str, Any]:
         started = time.monotonic()
-        plane = controlplane.ControlPlane()
+        plane = controlplane.ControlPlane(controllers=True)
         stack.callback(plane.stop)
         plane.start()
         self.say(
-            f"control plane up at {plane.url} ({time.monotonic() - started:.1f}s): etcd + kube-apiserver, CRDs installed"
+            f"control plane up at {plane.url} ({time.monotonic() - started:.1f}s): etcd, "
+            "kube-apiserver, kube-controller-manager, CRDs installed"
         )
         self.admin = rest.Rest.from_kubeconfig(plane.kubeconfig, qps=0)
-        for manifest in ("daemonset.yaml", "descheduler.yaml"):
-            for doc in yaml.safe_load_all((REPO / "deploy" / manifest).read_text()):
-                if doc and doc["kind"] not in ("DaemonSet", "Deployment"):
+        for manifest in sorted((REPO / "deploy").glob("*.yaml")):
+            for doc in yaml.safe_load_all(manifest.read_text()):
+                if doc and doc["kind"] not in ("DaemonSet", "Deployment", "Service"):
                     localcluster.apply(self.admin, doc)
-        self.say("applied RBAC and the descheduler ConfigMap from deploy/")
-        scenario.create_cluster(self.admin)
+        self.say("applied RBAC and the ConfigMaps from deploy/")
+
+        scheduler_config = None
+        if self.scheduler == "nodeqos":
+            port = controlplane.free_port()
+            extender = plane.service_account(
+                "nodeqos-system", "nodeqos-scheduler-extender", create=False
+            )
+            config_file = self.workdir / "extender.yaml"
+            config_file.write_text(yaml.safe_dump(extender_config()))
+            self.spawn("extender", extender_argv(extender.kubeconfig, config_file, port), stack)
+            scheduler_config = scheduler_with_extender(port)
+            self.say(
+                f"started nodeqos-scheduler-extender on 127.0.0.1:{port}: usage threshold cpu "
+                f"{HIGH:.0f}%, scores by measured usage (ServiceAccount nodeqos-scheduler-extender)"
+            )
+        plane.start_scheduler(scheduler_config)
+        self.say(
+            "started kube-scheduler "
+            + (
+                "with the nodeqos extender (filter + prioritize, ignorable)"
+                if scheduler_config
+                else "with its default profile only (placement by requests)"
+            )
+        )
 
         real = workload.real_cgroups_writable()
         self.mode = "real" if real else "fake"
@@ -116,20 +170,20 @@ class Demo:
         stack.callback(self.close_trees)
         for node in scenario.NODES:
             self.trees[node] = workload.NodeTree(node, self.workdir, real=real, run_id=self.run_id)
-        for spec in scenario.WORKLOAD:
-            pod = scenario.start_pod(self.admin, spec)
-            self.trees[spec.node].add_pod(
-                pod["metadata"]["uid"], scenario.container_id(pod), spec.millicores
-            )
-        scenario.protect_web(self.admin)
-        self.say(
-            f"cluster: nodes {', '.join(scenario.NODES)} (1 CPU, 16Gi each); "
-            f"{len(scenario.WORKLOAD)} pods; PDB web minAvailable=2"
-        )
-
         kubelet = threading.Thread(target=self.kubelet_loop, name="demo-kubelet", daemon=True)
         kubelet.start()
         stack.callback(self.stop.set)
+
+        scenario.create_cluster(self.admin)
+        scenario.place(self.admin)
+        with self.lock:
+            self.initial = {p["metadata"]["uid"] for p in scenario.bound_pods(self.admin)}
+        self.say(
+            f"cluster: nodes {', '.join(scenario.NODES)} (1 CPU, 16Gi each); Deployments "
+            f"{', '.join(w.name for w in scenario.WORKLOADS)}, DaemonSet exporter, PDB web "
+            f"minAvailable=2; {len(self.initial)} pods placed by the real scheduler"
+        )
+        self.say(self.placement_line())
 
         agent = plane.service_account("nodeqos-system", "nodeqos-agent", create=False)
         for node in scenario.NODES:
@@ -206,13 +260,26 @@ class Demo:
 
         stack.callback(end)
 
+    def placement_line(self) -> str:
+        with self.lock:
+            held = dict(self.running)
+        by_node: dict[str, list[str]] = {n: [] for n in scenario.NODES}
+        for pod in scenario.bound_pods(self.admin):
+            if pod["metadata"]["uid"] in held:
+                by_node[pod["spec"]["nodeName"]].append(scenario.app(pod))
+        return "  placement: " + "; ".join(
+            f"{node}: {' '.join(sorted(apps))}" for node, apps in by_node.items()
+        )
+
     # -- the loop ----------------------------------------------------------------------
 
     def watch(self, started: float) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
         last_shown: dict[str, str] = {}
-        cooled = False
-        while time.monotonic() < deadline and not cooled:
+        cooled_at: float | None = None
+        stayed_cool = True
+        nodes: list[view.NodeView] = []
+        while time.monotonic() < deadline:
             time.sleep(1.0)
             self.read_events()
             metrics = {
@@ -241,17 +308,26 @@ class Demo:
                 moved_at = self.moved_at
             hot = nodes[0]
             fresh = metrics.get("n1", {}).get("status", {}).get("updateTime")
-            if (
-                moved_at is not None
-                and fresh
-                and _parse_time(fresh) > moved_at + 20
-                and (hot.cpu_percent or 100) <= HIGH
-            ):
-                cooled = True
-        return self.summary(nodes, cooled, time.monotonic() - started)
+            is_cool = (hot.cpu_percent or 100) <= HIGH
+            if cooled_at is None:
+                if (
+                    moved_at is not None
+                    and fresh
+                    and _parse_time(fresh) > moved_at + 20
+                    and is_cool
+                ):
+                    cooled_at = time.monotonic()
+                    if self.settle:
+                        self.say(f"  n1 cooled; watching {self.settle:.0f}s more")
+            elif not is_cool:
+                stayed_cool = False
+            if cooled_at is not None and time.monotonic() >= cooled_at + self.settle:
+                break
+        return self.summary(nodes, cooled_at is not None, stayed_cool, time.monotonic() - started)
 
     def node_view(self, name: str, metric: dict[str, Any] | None) -> view.NodeView:
-        pods = len(self.trees[name].pods)
+        with self.lock:
+            pods = sum(1 for node in self.running.values() if node == name)
         usage = (
             (metric or {}).get("status", {}).get("nodeMetric", {}).get("nodeUsage", {}) or {}
         ).get("resources")
@@ -275,24 +351,26 @@ class Demo:
             if event["reason"] == "Descheduled":
                 found = TOWARDS.search(message)
                 source, target, plugin = found.groups() if found else ("?", "", "?")
+                decision = {
+                    "pod": f"{scenario.NAMESPACE}/{pod}",
+                    "app": pod.split("-")[0],
+                    "decision": "evicted",
+                    "plugin": plugin,
+                    "from": source,
+                    "to": target,
+                    "message": message,
+                }
                 with self.lock:
-                    if target:
-                        self.intended[pod] = target
-                self.decisions.append(
-                    {
-                        "pod": f"{scenario.NAMESPACE}/{pod}",
-                        "decision": "evicted",
-                        "plugin": plugin,
-                        "from": source,
-                        "to": target,
-                        "message": message,
-                    }
+                    self.evicted[str(event["involvedObject"].get("uid", pod))] = decision
+                self.decisions.append(decision)
+                self.say(
+                    f"  ⇢ evicted {pod} from {source} (descheduler's pick: {target or '?'}) — {message}"
                 )
-                self.say(f"  ⇢ evicted {pod} from {source} towards {target or '?'} — {message}")
             else:
                 self.decisions.append(
                     {
                         "pod": f"{scenario.NAMESPACE}/{pod}",
+                        "app": pod.split("-")[0],
                         "decision": "refused",
                         "message": message,
                     }
@@ -300,7 +378,7 @@ class Demo:
                 self.say(f"  ✗ not evicted {pod} — {message}")
 
     def kubelet_loop(self) -> None:
-        """Play the kubelet, ReplicaSet controller and scheduler for evicted pods."""
+        """Play the kubelet: run bound pods' processes, report status, finish deletions."""
         last = time.monotonic()
         while not self.stop.wait(0.5):
             now = time.monotonic()
@@ -309,43 +387,77 @@ class Demo:
                 tree.write_proc()
             last = now
             try:
-                self.reconcile_evictions()
+                self.sync_pods()
             except (rest.ApiError, rest.ApiUnavailable) as err:
                 print(f"demo kubelet: {err}", file=sys.stderr)
 
-    def reconcile_evictions(self) -> None:
+    def sync_pods(self) -> None:
         pods = self.admin.get(rest.object_path("", "v1", "pods", namespace=scenario.NAMESPACE))[
             "items"
         ]
+        alive = set()
         for pod in pods:
-            meta = pod["metadata"]
-            if not meta.get("deletionTimestamp"):
+            meta, node = pod["metadata"], pod["spec"].get("nodeName")
+            uid = meta["uid"]
+            alive.add(uid)
+            if meta.get("deletionTimestamp"):
+                self.stop_pod(uid)
+                localcluster.finish_terminating(self.admin, scenario.NAMESPACE)
                 continue
             with self.lock:
-                target = self.intended.get(meta["name"])
-            if target is None:
-                continue  # the descheduler's Event names the destination; it follows the eviction
-            source = pod["spec"]["nodeName"]
-            self.trees[source].remove_pod(meta["uid"])
-            localcluster.finish_terminating(self.admin, scenario.NAMESPACE)
-            spec = next(s for s in scenario.WORKLOAD if meta["name"].startswith(s.name))
-            name = f"{spec.name}-r{len(self.moves) + 1}"
-            replacement = scenario.start_pod(self.admin, spec, name=name, node=target)
-            self.trees[target].add_pod(
-                replacement["metadata"]["uid"], scenario.container_id(replacement), spec.millicores
-            )
-            with self.lock:
-                self.moves.append(
-                    {"evicted": meta["name"], "replacement": name, "from": source, "to": target}
+                started = uid in self.running
+            if node and not started:
+                reported = localcluster.mark_running(self.admin, pod)
+                self.trees[node].add_pod(
+                    uid, scenario.container_id(reported), scenario.millicores(pod)
                 )
-                self.moved_at = time.time()
-            self.say(
-                f"  ⇢ scheduler/kubelet: {name} bound to {target}, its process moved from {source}"
+                with self.lock:
+                    self.running[uid] = node
+                self.placed(pod, node)
+        with self.lock:
+            gone = set(self.running) - alive
+        for uid in gone:
+            self.stop_pod(uid)
+
+    def stop_pod(self, uid: str) -> None:
+        with self.lock:
+            node = self.running.pop(uid, None)
+        if node is not None:
+            self.trees[node].remove_pod(uid)
+
+    def placed(self, pod: dict[str, Any], node: str) -> None:
+        """A pod the scheduler bound after set-up: the replacement of an evicted one."""
+        with self.lock:
+            if not self.initial or pod["metadata"]["uid"] in self.initial:
+                return
+            name, app = pod["metadata"]["name"], scenario.app(pod)
+            if app == scenario.EXPORTER.name:
+                return
+            taken = {m["evicted"] for m in self.moves}
+            evicted = next(
+                (d for d in self.evicted.values() if d["app"] == app and d["pod"] not in taken),
+                None,
             )
+            move = {
+                "app": app,
+                "evicted": evicted["pod"] if evicted else "",
+                "replacement": f"{scenario.NAMESPACE}/{name}",
+                "from": evicted["from"] if evicted else "",
+                "to": node,
+                "descheduler_pick": evicted["to"] if evicted else "",
+            }
+            self.moves.append(move)
+            self.moved_at = time.time()
+        self.say(
+            f"  ⇢ kube-scheduler bound {name} (replacement from the ReplicaSet controller) to "
+            f"{node}; its process runs there now"
+        )
 
     # -- the end ----------------------------------------------------------------------
 
-    def summary(self, nodes: list[view.NodeView], cooled: bool, elapsed: float) -> dict[str, Any]:
+    def summary(
+        self, nodes: list[view.NodeView], cooled: bool, stayed_cool: bool, elapsed: float
+    ) -> dict[str, Any]:
         after = {n.name: n.cpu_percent for n in nodes}
         self.say("\n── summary " + "─" * 66)
         for node in nodes:
@@ -355,7 +467,11 @@ class Demo:
         evicted = [d for d in self.decisions if d["decision"] == "evicted"]
         refused = [d for d in self.decisions if d["decision"] == "refused"]
         self.say(
-            f"  evictions: {', '.join(d['pod'] + ' (' + d['from'] + '→' + d['to'] + ')' for d in evicted) or 'none'}"
+            f"  evictions: {', '.join(d['pod'] + ' (from ' + d['from'] + ')' for d in evicted) or 'none'}"
+        )
+        self.say(
+            f"  placements by kube-scheduler ({self.scheduler}): "
+            f"{', '.join(m['replacement'] + ' → ' + m['to'] for m in self.moves) or 'none'}"
         )
         self.say(
             f"  refused (PDB and others): {', '.join(sorted({d['pod'] for d in refused})) or 'none'}"
@@ -366,7 +482,9 @@ class Demo:
         )
         return {
             "mode": self.mode,
+            "scheduler": self.scheduler,
             "cooled": cooled,
+            "stayed_cool": cooled and stayed_cool,
             "before": self.before,
             "after": after,
             "decisions": self.decisions,
@@ -398,23 +516,37 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=150.0, help="give up after this many seconds"
     )
     parser.add_argument("--summary-json", type=Path, help="also write the summary here")
+    parser.add_argument(
+        "--scheduler",
+        choices=("nodeqos", "default"),
+        default="nodeqos",
+        help="kube-scheduler with the nodeqos extender (default), or its default profile only",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="after n1 cools, watch this many seconds more (it must stay cool)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-demo-"))
     try:
         with contextlib.ExitStack() as stack:
             stack.callback(lambda: __import__("shutil").rmtree(workdir, ignore_errors=True))
-            summary = Demo(workdir, timeout=args.timeout).run(stack)
+            summary = Demo(
+                workdir, timeout=args.timeout, scheduler=args.scheduler, settle=args.settle
+            ).run(stack)
     except KeyboardInterrupt:
         print("\ninterrupted: everything stopped and removed", file=sys.stderr)
         return 130
-    except controlplane.ControlPlaneError as err:
+    except (controlplane.ControlPlaneError, TimeoutError) as err:
         print(f"demo: {err}", file=sys.stderr)
         return 1
     if args.summary_json:
         args.summary_json.write_text(json.dumps(summary, indent=2))
     print("demo finished; every process and cgroup it made is gone")
-    return 0 if summary["cooled"] else 1
+    return 0 if summary["stayed_cool"] else 1
 
 
 if __name__ == "__main__":

@@ -1,21 +1,34 @@
-"""The demo's small cluster, as API objects: nodes, workloads, a PDB, NodeMetrics.
+"""The demo's small cluster, as API objects: nodes, Deployments, a DaemonSet, a PDB.
 
-Three nodes of 1 CPU and 16Gi. Node n1 runs hot (about 77% CPU): a `batch`
-pod and a `report` pod (two ReplicaSets) of 300m each, one replica of the
-PDB-protected `web` Deployment and a DaemonSet pod. n2 and n3 are cool.
-LowNodeLoad's marks are 45% (high) and 30% (low).
+Three nodes of 1 CPU and 16Gi; LowNodeLoad's marks are 45% (high) and 30%
+(low). The workloads are real Deployments and a DaemonSet: the real
+controllers make their pods and the real kube-scheduler places them. Each pod
+template says, in an annotation, how much CPU its busy process uses; the
+requests say something else, on purpose:
 
-With the CPU the busy processes ask for, n1 must shed about 320m: `batch-0`
-goes to the coolest node; n1 is still over, so the best cover of what is left is
-the protected `web` replica, which the Eviction API refuses (429, the PDB), and
-`report-0` goes to the other cool node. On a busier machine the processes get
-less CPU than they ask for and one move is enough; either way n1 cools and the
-DaemonSet pod is never a candidate.
+| workload | replicas | requests | uses  | starts on |
+|----------|----------|----------|-------|-----------|
+| web      | 2 (PDB minAvailable 2) | 100m | 100m | n1, n2 |
+| batch    | 1        | 100m     | 300m  | n1        |
+| report   | 1        | 100m     | 300m  | n1        |
+| cache    | 1        | 600m     | 50m   | n2        |
+| api      | 1        | 600m     | 60m   | n3        |
+| exporter | DaemonSet | 10m     | 20m   | every node |
+
+n1 runs hot (about 74% CPU) while its requests are the lowest (31%): by
+requests, n1 is the emptiest node. So a scheduler that places by requests puts
+an evicted pod's replacement straight back on n1; the nodeqos extender, which
+reads the NodeMetrics, keeps n1 out and sends it to a cool node.
+
+To start every pod where the table says with a real scheduler, the nodes take
+turns being the only schedulable one (`place`), as when nodes join a cluster
+one after another; then all are opened up.
 """
 
 from __future__ import annotations
 
-import uuid
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,30 +38,30 @@ NAMESPACE = "demo"
 NODES = ("n1", "n2", "n3")
 NODE_CPU = "1"
 NODE_MEMORY = "16Gi"
+MILLICORES = "demo.nodeqos.dev/millicores"
 
 
 @dataclass(frozen=True)
-class PodSpec:
+class Workload:
     name: str
-    node: str
-    millicores: int
-    owner_kind: str
-    owner_name: str
-    labels: dict[str, str]
+    request_millicores: int
+    uses_millicores: int
+    # replicas started on each node, in the order the nodes open
+    placement: tuple[tuple[str, int], ...]
+
+    @property
+    def replicas(self) -> int:
+        return sum(count for _node, count in self.placement)
 
 
-WORKLOAD = (
-    PodSpec("web-0", "n1", 150, "ReplicaSet", "web-7d9f", {"app": "web"}),
-    PodSpec("batch-0", "n1", 300, "ReplicaSet", "batch-5c4b", {"app": "batch"}),
-    PodSpec("report-0", "n1", 300, "ReplicaSet", "report-3e1d", {"app": "report"}),
-    PodSpec("web-1", "n2", 50, "ReplicaSet", "web-7d9f", {"app": "web"}),
-    PodSpec("api-0", "n3", 60, "ReplicaSet", "api-6f8a", {"app": "api"}),
-    *(PodSpec(f"exporter-{n}", n, 20, "DaemonSet", "exporter", {"app": "exporter"}) for n in NODES),
+WORKLOADS = (
+    Workload("web", 100, 100, (("n1", 1), ("n2", 1))),
+    Workload("batch", 100, 300, (("n1", 1),)),
+    Workload("report", 100, 300, (("n1", 1),)),
+    Workload("cache", 600, 50, (("n2", 1),)),
+    Workload("api", 600, 60, (("n3", 1),)),
 )
-OWNER_UIDS = {
-    owner: str(uuid.uuid5(uuid.NAMESPACE_DNS, owner))
-    for owner in ("web-7d9f", "batch-5c4b", "report-3e1d", "api-6f8a", "exporter")
-}
+EXPORTER = Workload("exporter", 10, 20, ())
 
 # NodeMetric spec for the demo: report every 30 s (the minimum) and average over
 # the last 20 s, so a move shows within one report instead of five minutes.
@@ -62,42 +75,58 @@ NODEMETRIC_SPEC = {
 }
 
 
-def pod_body(spec: PodSpec, *, name: str | None = None, node: str | None = None) -> dict[str, Any]:
+def pod_template(workload: Workload) -> dict[str, Any]:
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
         "metadata": {
-            "name": name or spec.name,
-            "namespace": NAMESPACE,
-            "labels": dict(spec.labels),
-            "annotations": {"demo.nodeqos.dev/millicores": str(spec.millicores)},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": spec.owner_kind,
-                    "name": spec.owner_name,
-                    "uid": OWNER_UIDS[spec.owner_name],
-                    "controller": True,
-                }
-            ],
+            "labels": {"app": workload.name},
+            "annotations": {MILLICORES: str(workload.uses_millicores)},
         },
         "spec": {
-            **({"nodeName": node} if node else {}),
+            "terminationGracePeriodSeconds": 1,
             "containers": [
                 {
                     "name": "main",
                     "image": "busybox",
-                    "resources": {"requests": {"cpu": f"{spec.millicores}m", "memory": "64Mi"}},
+                    "resources": {
+                        "requests": {"cpu": f"{workload.request_millicores}m", "memory": "64Mi"}
+                    },
                 }
             ],
         },
     }
 
 
+def deployment(workload: Workload, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": workload.name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": workload.name}},
+            "template": pod_template(workload),
+        },
+    }
+
+
+def daemonset(workload: Workload) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": workload.name, "namespace": NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"app": workload.name}},
+            "template": pod_template(workload),
+        },
+    }
+
+
 def create_cluster(client: rest.Rest) -> None:
-    """Nodes, the namespace, NodeMetrics with the demo spec, and the PDB over `web`."""
+    """Nodes (all cordoned until `place` opens them), NodeMetrics, the namespace, the PDB."""
     for node in NODES:
-        localcluster.register_node(client, node, cpu=NODE_CPU, memory=NODE_MEMORY)
+        localcluster.register_node(
+            client, node, cpu=NODE_CPU, memory=NODE_MEMORY, unschedulable=True
+        )
         client.create(
             rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics"),
             {
@@ -108,25 +137,6 @@ def create_cluster(client: rest.Rest) -> None:
             },
         )
     client.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-
-
-def start_pod(
-    client: rest.Rest, spec: PodSpec, *, name: str | None = None, node: str | None = None
-) -> dict[str, Any]:
-    """Create the pod (bound to `node` through the binding API when given) and report it Running."""
-    target = node or spec.node
-    created = client.create(
-        rest.object_path("", "v1", "pods", namespace=NAMESPACE), pod_body(spec, name=name)
-    )
-    localcluster.bind(client, NAMESPACE, created["metadata"]["name"], target)
-    bound = client.get(
-        rest.object_path("", "v1", "pods", created["metadata"]["name"], namespace=NAMESPACE)
-    )
-    return localcluster.mark_running(client, bound)
-
-
-def protect_web(client: rest.Rest) -> None:
-    """A PDB that keeps both `web` replicas: any eviction of one is refused."""
     client.create(
         rest.object_path("policy", "v1", "poddisruptionbudgets", namespace=NAMESPACE),
         {
@@ -134,8 +144,69 @@ def protect_web(client: rest.Rest) -> None:
             "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
         },
     )
-    localcluster.sync_pdb_status(client, NAMESPACE, "web")
 
 
-def container_id(pod: dict[str, Any]) -> str:
+def cordon(client: rest.Rest, node: str, unschedulable: bool) -> None:
+    client.patch(
+        rest.object_path("", "v1", "nodes", node), {"spec": {"unschedulable": unschedulable}}
+    )
+
+
+def bound_pods(client: rest.Rest) -> list[dict[str, Any]]:
+    items = client.get(rest.object_path("", "v1", "pods", namespace=NAMESPACE))["items"]
+    return [p for p in items if p["spec"].get("nodeName")]
+
+
+def place(client: rest.Rest, *, timeout: float = 60.0) -> None:
+    """Start every workload on the nodes the table names, through the real scheduler."""
+    client.create(
+        rest.object_path("apps", "v1", "daemonsets", namespace=NAMESPACE), daemonset(EXPORTER)
+    )
+    replicas: dict[str, int] = {}
+    for node in NODES:
+        for other in NODES:
+            cordon(client, other, other != node)
+        for workload in WORKLOADS:
+            count = dict(workload.placement).get(node, 0)
+            if not count:
+                continue
+            before = replicas.get(workload.name, 0)
+            replicas[workload.name] = before + count
+            path = rest.object_path("apps", "v1", "deployments", namespace=NAMESPACE)
+            if before:
+                client.patch(
+                    f"{path}/{workload.name}", {"spec": {"replicas": replicas[workload.name]}}
+                )
+            else:
+                client.create(path, deployment(workload, count))
+        _wait_bound(client, sum(replicas.values()), timeout)
+    for node in NODES:
+        cordon(client, node, False)
+
+
+def _non_daemon(pods: list[dict[str, Any]]) -> int:
+    return sum(
+        1
+        for p in pods
+        if not any(ref["kind"] == "DaemonSet" for ref in p["metadata"].get("ownerReferences", []))
+    )
+
+
+def _wait_bound(client: rest.Rest, want: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _non_daemon(bound_pods(client)) < want:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"demo set-up: fewer than {want} pods bound after {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+def millicores(pod: Mapping[str, Any]) -> int:
+    return int(pod["metadata"].get("annotations", {}).get(MILLICORES, "0"))
+
+
+def app(pod: Mapping[str, Any]) -> str:
+    return str(pod["metadata"].get("labels", {}).get("app", ""))
+
+
+def container_id(pod: Mapping[str, Any]) -> str:
     return str(pod["status"]["containerStatuses"][0]["containerID"]).split("://", 1)[1]
