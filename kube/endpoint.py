@@ -5,7 +5,11 @@ A stdlib `ThreadingHTTPServer` in a daemon thread. `/metrics` renders the one
 JSON its readiness function returns, or 503 when that says `"ready": false`;
 `/livez` answers 200 whenever the process can answer at all (an unreachable API
 server makes a daemon unready, and must not get it restarted by its liveness
-probe). Callers: `agent.server` and `descheduler.app.server`.
+probe). A daemon that serves an API as well (the scheduler extender's verbs)
+passes `routes`: POST handlers by path, body in, (status, JSON bytes) out.
+Connections are HTTP/1.1 keep-alive, so a caller that posts many requests
+(kube-scheduler) does not pay a TCP handshake per call.
+Callers: `agent.server`, `descheduler.app.server` and `extender.server`.
 """
 
 from __future__ import annotations
@@ -23,23 +27,31 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 log = logging.getLogger(__name__)
 
 Readiness = Callable[[], Mapping[str, object]]  # JSON-able, with a boolean "ready"
+Route = Callable[[bytes], tuple[int, bytes]]  # request body -> (status, JSON body)
+MAX_BODY = 64 * 1024 * 1024  # a 5,000-node ExtenderArgs with whole Nodes is ~30 MiB
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], registry: CollectorRegistry, readiness: Readiness
+        self,
+        address: tuple[str, int],
+        registry: CollectorRegistry,
+        readiness: Readiness,
+        routes: Mapping[str, Route],
     ) -> None:
         if ":" in address[0]:  # an IPv6 literal (brackets already stripped)
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
         self.registry = registry
         self.readiness = readiness
+        self.routes = routes
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive; every reply carries Content-Length
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
@@ -55,6 +67,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(
                 404, "text/plain; charset=utf-8", b"not found; try /metrics, /healthz or /livez\n"
             )
+
+    def do_POST(self) -> None:
+        route = self.server.routes.get(urlsplit(self.path).path)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if route is None or not 0 <= length <= MAX_BODY:
+            self.close_connection = True
+            status, text = (404, b"not found\n") if route is None else (413, b"bad body size\n")
+            self._reply(status, "text/plain; charset=utf-8", text)
+            return
+        status, body = route(self.rfile.read(length))
+        self._reply(status, "application/json", body)
 
     def _reply(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
@@ -79,8 +105,9 @@ class Endpoint:
         readiness: Readiness,
         *,
         name: str = "http",
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
-        self._server = _Server(address, registry, readiness)
+        self._server = _Server(address, registry, readiness, routes or {})
         # poll_interval bounds how long close() waits for the loop to notice
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.1,), name=name, daemon=True

@@ -1,0 +1,438 @@
+"""`ClusterView`: the per-node load the filter and prioritize verbs read.
+
+Three informers (Nodes, Pods, NodeMetrics) feed it events; each event marks the
+nodes it touches dirty, and a verb first recomputes the dirty nodes, so a
+150,000-pod initial LIST costs one pass per node, not one per pod, and a verb at
+5,000 nodes does a dictionary lookup and a few integer operations per node.
+
+A node's load, as Koordinator's LoadAwareScheduling computes it, with one change
+the descheduler shares (DESIGN.md): the NodeMetric's usage minus the `podsMetric`
+usage of pods that are no longer bound to the node (evicted, deleted, finished),
+so a pod that left stops counting at once instead of at the next report.
+
+The burst problem. kube-scheduler schedules pod k+1 while pod k's binding is
+still in flight, so no informer has seen pod k on its node yet; without help a
+burst of replacements all lands on the single coolest node. Koordinator assumes
+the pod in its Reserve hook; an extender has no Reserve, so the view *expects*
+the pod where the verbs pointed it: on the node prioritize scored best (split
+evenly over the nodes sharing the best score, since kube-scheduler breaks ties at
+random), or on the only node filter let through. The expectation counts the pod's estimate on
+that node until the pod's real binding arrives through the watch (then the real
+node counts it), the pod is deleted, or `expect_ttl` passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender import loads
+from extender.args import LoadAwareArgs
+from extender.loads import MetricLoad, NodeCapacity, PodLoad, Thresholds, Vector
+from kube import cache, rest
+
+log = logging.getLogger(__name__)
+
+EXPECT_TTL = 30.0  # seconds an expectation lives without a binding showing up
+
+
+@dataclass(slots=True)
+class _Node:
+    """Computed load of one node; rebuilt when dirty."""
+
+    allocatable: Vector
+    thresholds: Thresholds
+    metric: MetricLoad | None
+    used: Vector | None  # instant usage + estimates of pods not yet measured
+    prod_used: Vector
+    departed: Vector  # usage of pods in podsMetric that have left
+    delta: Vector  # estimates the NodeMetric has not seen yet
+    estimated: Vector  # every bound pod's full estimate (when the NodeMetric has no usage)
+    pods: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The filter's answer: the nodes that pass, and a reason for each that does not."""
+
+    passed: list[str]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class ClusterView:
+    """Nodes, pods and NodeMetrics, reduced to what LoadAwareScheduling needs."""
+
+    def __init__(
+        self,
+        args: LoadAwareArgs,
+        *,
+        clock: Callable[[], float] = time.time,
+        expect_ttl: float = EXPECT_TTL,
+    ) -> None:
+        self.args = args
+        self.names = args.resources
+        self._zero: Vector = (0,) * len(self.names)
+        self._clock = clock
+        self._expect_ttl = expect_ttl
+        self._default_thresholds = loads.default_thresholds(args)
+        self._weights = tuple(
+            (i, args.resource_weights[n])
+            for i, n in enumerate(self.names)
+            if args.resource_weights.get(n)
+        )
+        self.project_pod = loads.pod_projector(args)
+        self.project_node = loads.node_projector(args)
+        self.project_metric = loads.metric_projector(args)
+        self._lock = threading.Lock()
+        self._capacity: dict[str, NodeCapacity] = {}
+        self._metrics: dict[str, MetricLoad] = {}
+        self._pods: dict[str, dict[str, PodLoad]] = {}  # node -> uid -> pod
+        self._bound: dict[str, str] = {}  # uid -> node
+        self._seen: dict[str, float] = {}  # uid -> when first seen bound (no PodScheduled time)
+        self._expected: dict[str, tuple[PodLoad, tuple[str, ...], float]] = {}
+        self._nodes: dict[str, _Node] = {}
+        self._dirty: set[str] = set()
+
+    # -- events (informer threads) ------------------------------------------
+
+    def on_node(self, kind: str, old: NodeCapacity | None, new: NodeCapacity | None) -> None:
+        with self._lock:
+            name = (new or old).name if (new or old) is not None else None  # type: ignore[union-attr]
+            if name is None:
+                return
+            if new is None:
+                self._capacity.pop(name, None)
+            else:
+                self._capacity[name] = new
+            self._dirty.add(name)
+
+    def on_metric(self, kind: str, old: MetricLoad | None, new: MetricLoad | None) -> None:
+        with self._lock:
+            item = new or old
+            if item is None:
+                return
+            if new is None:
+                self._metrics.pop(item.node, None)
+            else:
+                self._metrics[item.node] = new
+            self._dirty.add(item.node)
+
+    def on_pod(self, kind: str, old: PodLoad | None, new: PodLoad | None) -> None:
+        with self._lock:
+            if old is not None and old.node:
+                self._unbind(old)
+            if new is None:
+                self._drop_expectation(old.uid if old is not None else "")
+                return
+            if new.node and not new.terminal:
+                self._bind(new)
+            if new.node or new.terminal:
+                self._drop_expectation(new.uid)
+
+    def _bind(self, pod: PodLoad) -> None:
+        self._pods.setdefault(pod.node, {})[pod.uid] = pod
+        self._bound[pod.uid] = pod.node
+        if pod.scheduled_at is None:
+            self._seen.setdefault(pod.uid, self._clock())
+        self._dirty.add(pod.node)
+
+    def _unbind(self, pod: PodLoad) -> None:
+        on_node = self._pods.get(pod.node)
+        if on_node is not None and on_node.pop(pod.uid, None) is not None:
+            if not on_node:
+                del self._pods[pod.node]
+            self._dirty.add(pod.node)
+        if self._bound.get(pod.uid) == pod.node:
+            del self._bound[pod.uid]
+            self._seen.pop(pod.uid, None)
+
+    def _drop_expectation(self, uid: str) -> None:
+        expected = self._expected.pop(uid, None)
+        if expected is not None:
+            self._dirty.update(expected[1])
+
+    # -- expectations (verb threads) ----------------------------------------
+
+    def expect(self, pod: PodLoad, nodes: Sequence[str]) -> None:
+        """Count `pod` on `nodes` until its binding is seen (see the module docstring)."""
+        if not nodes or pod.daemonset:
+            return
+        with self._lock:
+            if pod.uid in self._bound:
+                return
+            self._drop_expectation(pod.uid)
+            share = len(nodes)
+            if share > 1:  # a tie: kube-scheduler picks one at random, so each gets its odds
+                pod = dataclasses.replace(pod, estimate=tuple(e // share for e in pod.estimate))
+            self._expected[pod.uid] = (pod, tuple(nodes), self._clock() + self._expect_ttl)
+            self._dirty.update(nodes)
+
+    @property
+    def expectations(self) -> int:
+        with self._lock:
+            return len(self._expected)
+
+    # -- computing ------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Recompute dirty nodes and expire old expectations; caller holds the lock."""
+        now = self._clock()
+        stale = [uid for uid, (_, _, until) in self._expected.items() if until <= now]
+        for uid in stale:
+            self._drop_expectation(uid)
+        if not self._dirty:
+            return
+        expected_on: dict[str, list[PodLoad]] = {}
+        for pod, nodes, _ in self._expected.values():
+            for name in nodes:
+                if name in self._dirty:
+                    expected_on.setdefault(name, []).append(pod)
+        for name in self._dirty:
+            capacity = self._capacity.get(name)
+            if capacity is None:
+                self._nodes.pop(name, None)
+                continue
+            self._nodes[name] = self._compute(capacity, expected_on.get(name, ()), now)
+        self._dirty.clear()
+
+    def _compute(self, capacity: NodeCapacity, expected: Sequence[PodLoad], now: float) -> _Node:
+        name = capacity.name
+        thresholds = self._default_thresholds
+        if capacity.thresholds_annotation:
+            try:
+                thresholds = loads.node_thresholds(
+                    capacity.thresholds_annotation, thresholds, self.names
+                )
+            except (ValueError, TypeError) as err:
+                log.warning(
+                    "node %s: ignoring %s: %s", name, loads.ANNOTATION_USAGE_THRESHOLDS, err
+                )
+        metric = self._metrics.get(name)
+        pods = list(self._pods.get(name, {}).values())
+        zero = self._zero
+        delta = prod_delta = estimated = departed = zero
+        prod_used = zero
+        if metric is not None and self.args.prod_usage_include_sys:
+            prod_used = metric.system_usage
+        present = {pod.key for pod in pods}
+        if metric is not None:
+            for key, usage in metric.pods.items():
+                if key not in present:
+                    departed = loads.add(departed, usage)
+        update = metric.update_time if metric is not None else None
+        for pod in list(pods) + list(expected):
+            measured = metric.pods.get(pod.key) if metric is not None else None
+            estimated = loads.add(estimated, pod.estimate)
+            scheduled = pod.scheduled_at
+            if scheduled is None:
+                scheduled = self._seen.get(pod.uid, now)
+            fresh = (
+                measured is None
+                or update is None
+                or scheduled > update - metric.report_interval  # type: ignore[union-attr]
+                or (pod.estimate_until > 0 and pod.estimate_until > update)
+            )
+            if fresh:
+                delta = loads.add(delta, loads.excess(pod.estimate, measured))
+            if not pod.prod:
+                continue
+            active = metric is not None and pod.key in metric.prod_pods and measured is not None
+            if active:
+                prod_used = loads.add(prod_used, measured)  # type: ignore[arg-type]
+            if fresh or not active:
+                prod_delta = loads.add(
+                    prod_delta, loads.excess(pod.estimate, measured if active else None)
+                )
+        used = None
+        if metric is not None and metric.node_usage is not None:
+            used = loads.add(loads.sub_floor(metric.node_usage, departed), delta)
+        return _Node(
+            allocatable=capacity.allocatable,
+            thresholds=thresholds,
+            metric=metric,
+            used=used,
+            prod_used=loads.add(prod_used, prod_delta),
+            departed=departed,
+            delta=delta,
+            estimated=estimated,
+            pods=len(pods),
+        )
+
+    def _aggregated(self, node: _Node, key: loads.AggKey) -> Vector:
+        """An aggregated usage with the same corrections as the instant one."""
+        assert node.metric is not None
+        base = node.metric.aggregated.get(key)
+        if base is None and key[1] == 0:
+            base = node.metric.node_usage
+        if base is None:
+            return node.estimated
+        return loads.add(loads.sub_floor(base, node.departed), node.delta)
+
+    def _expired(self, metric: MetricLoad, now: float) -> bool:
+        return metric.update_time is None or (
+            now - metric.update_time >= self.args.node_metric_expiration_seconds
+        )
+
+    # -- verbs ------------------------------------------------------------------
+
+    def filter(self, pod: PodLoad, names: Sequence[str]) -> Verdict:
+        """Which of `names` can take `pod` without going over a usage threshold."""
+        if pod.daemonset:  # Koordinator never filters DaemonSet pods
+            return Verdict(list(names))
+        args = self.args
+        passed: list[str] = []
+        failed: dict[str, str] = {}
+        estimate = pod.estimate
+        with self._lock:
+            self._drop_expectation(pod.uid)  # a retried pod must not weigh on its own answer
+            self._refresh()
+            now = self._clock()
+            for name in names:
+                node = self._nodes.get(name)
+                if node is None or node.metric is None:
+                    passed.append(name)  # no NodeMetric: not load-aware here, never blocked
+                    continue
+                if args.filter_expired_node_metrics and self._expired(node.metric, now):
+                    if args.enable_schedule_when_node_metrics_expired:
+                        passed.append(name)
+                    else:
+                        failed[name] = self._expired_reason(name, node.metric, now)
+                    continue
+                if node.used is None:
+                    passed.append(name)
+                    continue
+                reason = self._over(name, node, pod, estimate)
+                if reason is None:
+                    passed.append(name)
+                else:
+                    failed[name] = reason
+        if len(passed) == 1:
+            self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
+        return Verdict(passed, failed)
+
+    def _expired_reason(self, name: str, metric: MetricLoad, now: float) -> str:
+        if metric.update_time is None:
+            return f"node {name}: NodeMetric has never been updated"
+        age = int(now - metric.update_time)
+        limit = self.args.node_metric_expiration_seconds
+        return f"node {name}: NodeMetric expired (last updated {age}s ago, limit {limit}s)"
+
+    def _over(self, name: str, node: _Node, pod: PodLoad, estimate: Vector) -> str | None:
+        thresholds = node.thresholds
+        what = "usage"
+        if pod.prod and thresholds.has_prod:
+            limits, used, what = thresholds.prod, node.prod_used, "prod usage"
+        elif thresholds.aggregated is not None:
+            limits = thresholds.aggregated
+            used = self._aggregated(node, thresholds.aggregation)
+            what = f"{thresholds.aggregation[0]} usage"
+        else:
+            limits, used = thresholds.usage, node.used  # type: ignore[assignment]
+        allocatable = node.allocatable
+        for i, limit in enumerate(limits):
+            total = allocatable[i]
+            if limit == 0 or total == 0:
+                continue
+            percent = int((used[i] + estimate[i]) * 100 / total + 0.5)
+            if percent > limit:
+                return f"node {name}: {self.names[i]} {what} {percent}% > threshold {limit}%"
+        return None
+
+    def prioritize(self, pod: PodLoad, names: Sequence[str]) -> list[tuple[str, int]]:
+        """Scores 0..10 (the extender protocol's range): most free measured capacity wins."""
+        args = self.args
+        if not self._weights and not args.dominant_resource_weight:
+            return [(name, 0) for name in names]
+        prod = args.score_according_prod_usage and pod.prod
+        agg = args.aggregated
+        score_key = (
+            (agg.score_aggregation_type, agg.score_aggregated_duration.total_seconds())
+            if agg is not None and agg.score_aggregation_type and not prod
+            else None
+        )
+        out: list[tuple[str, int]] = []
+        estimate = pod.estimate
+        best, best_nodes = -1, []
+        with self._lock:
+            self._drop_expectation(pod.uid)
+            self._refresh()
+            now = self._clock()
+            for name in names:
+                node = self._nodes.get(name)
+                score = 0
+                used = self._score_usage(node, prod, score_key, now)
+                if used is not None:
+                    score = loads.least_used_score(
+                        loads.add(used, estimate),
+                        node.allocatable,  # type: ignore[union-attr]
+                        self._weights,
+                        args.dominant_resource_weight,
+                    )
+                score = (score + 5) // 10  # 0..100 -> the protocol's 0..10
+                out.append((name, score))
+                if score > best:
+                    best, best_nodes = score, [name]
+                elif score == best:
+                    best_nodes.append(name)
+        if best > 0:
+            self.expect(pod, best_nodes)
+        return out
+
+    def _score_usage(
+        self, node: _Node | None, prod: bool, score_key: loads.AggKey | None, now: float
+    ) -> Vector | None:
+        """The usage prioritize scores on, or None when the node scores 0 (no fresh metric)."""
+        if node is None or node.metric is None or node.used is None:
+            return None
+        if self._expired(node.metric, now):
+            return None
+        if prod:
+            return node.prod_used
+        if score_key is not None:
+            return self._aggregated(node, score_key)
+        return node.used
+
+    # -- introspection ------------------------------------------------------------
+
+    def node_usage(self, name: str) -> Mapping[str, int] | None:
+        """The usage a verb would see on `name` without the incoming pod (for tests and logs)."""
+        with self._lock:
+            self._refresh()
+            node = self._nodes.get(name)
+            if node is None or node.used is None:
+                return None
+            return dict(zip(self.names, node.used, strict=True))
+
+
+def informers(
+    client: rest.Rest, view: ClusterView, *, page_size: int = 500
+) -> list[cache.Informer[Any]]:
+    """The three list-watch caches that feed `view` (not started)."""
+    return [
+        cache.Informer(
+            client,
+            cache.NODES,
+            project=view.project_node,
+            on_event=view.on_node,
+            page_size=page_size,
+        ),
+        cache.Informer(
+            client,
+            cache.NODEMETRICS,
+            project=view.project_metric,
+            on_event=view.on_metric,
+            page_size=page_size,
+        ),
+        cache.Informer(
+            client,
+            cache.PODS,
+            project=view.project_pod,
+            on_event=view.on_pod,
+            page_size=page_size,
+        ),
+    ]
