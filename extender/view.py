@@ -339,8 +339,10 @@ class ClusterView:
             if limit == 0 or total == 0:
                 continue
             percent = int((used[i] + estimate[i]) * 100 / total + 0.5)
+            # "percent", not "%": kube-scheduler formats the reasons it puts in the
+            # FailedScheduling event, and a bare % there renders as "%!>(MISSING)".
             if percent > limit:
-                return f"node {name}: {self.names[i]} {what} {percent}% > threshold {limit}%"
+                return f"node {name}: {self.names[i]} {what} {percent} percent > threshold {limit} percent"
         return None
 
     def prioritize(self, pod: PodLoad, names: Sequence[str]) -> list[tuple[str, int]]:

@@ -49,7 +49,7 @@ def test_filter_answers_an_extender_filter_result(served: Any) -> None:
     assert status == 200
     assert body == {
         "NodeNames": ["n2"],
-        "FailedNodes": {"n1": "node n1: cpu usage 86% > threshold 65%"},
+        "FailedNodes": {"n1": "node n1: cpu usage 86 percent > threshold 65 percent"},
         "Error": "",
     }
     status, again = post(connection, "/filter", extender_args())  # same socket

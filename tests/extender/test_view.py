@@ -54,7 +54,7 @@ def test_a_node_over_the_cpu_threshold_is_refused_with_a_reason() -> None:
     verdict = view.filter(pod, ["n1", "n2"])
     assert verdict.passed == ["n2"]
     # 2.9 cores measured + 250m x 85% estimated = 3.1125 of 4 = 78%
-    assert verdict.failed == {"n1": "node n1: cpu usage 78% > threshold 65%"}
+    assert verdict.failed == {"n1": "node n1: cpu usage 78 percent > threshold 65 percent"}
 
 
 def test_the_incoming_pod_estimate_counts_against_the_threshold() -> None:
@@ -247,7 +247,9 @@ def test_prod_thresholds_apply_to_prod_pods_on_prod_usage() -> None:
     batch = view.project_pod(
         incoming(cpu="100m", labels={"koordinator.sh/priority-class": "koord-batch"})
     )
-    assert view.filter(prod, ["n1"]).failed == {"n1": "node n1: cpu prod usage 40% > threshold 30%"}
+    assert view.filter(prod, ["n1"]).failed == {
+        "n1": "node n1: cpu prod usage 40 percent > threshold 30 percent"
+    }
     assert view.filter(batch, ["n1"]).passed == ["n1"]
 
 
@@ -268,7 +270,7 @@ def test_aggregated_thresholds_read_the_nodemetric_percentiles() -> None:
     view.on_node("ADDED", None, view.project_node(make_node_dict("n1")))
     view.on_metric("ADDED", None, view.project_metric(metric))
     verdict = view.filter(view.project_pod(incoming(cpu="100m")), ["n1"])
-    assert verdict.failed == {"n1": "node n1: cpu p95 usage 90% > threshold 70%"}
+    assert verdict.failed == {"n1": "node n1: cpu p95 usage 90 percent > threshold 70 percent"}
 
 
 def test_a_node_annotation_overrides_the_thresholds() -> None:
@@ -284,7 +286,7 @@ def test_a_node_annotation_overrides_the_thresholds() -> None:
     )
     view.on_node("MODIFIED", None, view.project_node(node))
     assert view.filter(view.project_pod(incoming(cpu="100m")), ["n1"]).failed == {
-        "n1": "node n1: cpu usage 42% > threshold 30%"
+        "n1": "node n1: cpu usage 42 percent > threshold 30 percent"
     }
 
 
