@@ -1,4 +1,4 @@
-# nodeqos image: the agent (DaemonSet) and the descheduler (Deployment).
+# nodeqos image: the agent (DaemonSet), the descheduler and the scheduler extender (Deployments).
 # No container engine runs on the development machines; build it where one does:
 #   docker build -t <registry>/nodeqos:0.1.0 . && docker push <registry>/nodeqos:0.1.0
 FROM python:3.11-slim AS build
@@ -8,6 +8,7 @@ COPY agent agent
 COPY qosmanager qosmanager
 COPY metriccache metriccache
 COPY descheduler descheduler
+COPY extender extender
 COPY kube kube
 COPY cgroups cgroups
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

@@ -178,7 +178,13 @@ def pod_projector(args: LoadAwareArgs) -> Callable[[Mapping[str, Any]], PodLoad]
             after_scheduled = args.estimated_seconds_after_pod_scheduled
         if after_initialized < 0 and args.estimated_seconds_after_initialized is not None:
             after_initialized = args.estimated_seconds_after_initialized
+        # PodScheduled's transition is when the pod was bound; a pod whose status lost
+        # the condition (status rewritten by another client) was bound no earlier
+        # than its creation, which is the next best bound: using "now" instead would
+        # count every pod of a freshly started extender as just scheduled.
         scheduled_at = _condition_time(raw, "PodScheduled")
+        if scheduled_at is None and pod.creation_timestamp is not None and pod.node_name:
+            scheduled_at = pod.creation_timestamp.timestamp()
         until = 0.0
         initialized_at = _condition_time(raw, "Initialized") if after_initialized > 0 else None
         if initialized_at is not None:

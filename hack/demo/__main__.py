@@ -43,6 +43,7 @@ import view
 import workload
 import yaml
 
+from extender import local
 from kube import controlplane, localcluster, quantity, rest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,15 +52,29 @@ TOWARDS = re.compile(r"from node (\S+) towards node (\S+) by (\S+?)(?:,|:)")
 
 
 def extender_config() -> dict[str, Any]:
-    raise NotImplementedError
+    """deploy/'s LoadAwareSchedulingArgs with the demo's threshold: the scheduler stops
+    filling a node below the descheduler's high threshold, so it never refills what
+    the descheduler drains."""
+    for doc in yaml.safe_load_all((REPO / "deploy" / "scheduler-extender.yaml").read_text()):
+        if doc and doc["kind"] == "ConfigMap":
+            args: dict[str, Any] = yaml.safe_load(doc["data"]["loadaware.yaml"])
+            # Below LowNodeLoad's high mark, with headroom for the estimate being
+            # low (requests, not usage): the scheduler must stop filling a node well
+            # before the descheduler would drain it again.
+            args["usageThresholds"] = {**args["usageThresholds"], "cpu": int(HIGH) - 5}
+            # The demo's nodes report every second; a minute-old report is stale here.
+            args["nodeMetricExpirationSeconds"] = 60
+            return args
+    raise LookupError("deploy/scheduler-extender.yaml has no ConfigMap")
 
 
 def extender_argv(kubeconfig: Path, config_file: Path, port: int) -> list[str]:
-    raise NotImplementedError
+    return local.command(kubeconfig, config_file, port)
 
 
 def scheduler_with_extender(port: int) -> dict[str, Any]:
-    raise NotImplementedError
+    """deploy/kube-scheduler/extender.yaml (the default profile, load-aware), pointed here."""
+    return local.point_scheduler(REPO / "deploy" / "kube-scheduler" / "extender.yaml", port)
 
 
 def descheduler_config(metrics_port: int) -> dict[str, Any]:
@@ -144,10 +159,11 @@ class Demo:
             config_file = self.workdir / "extender.yaml"
             config_file.write_text(yaml.safe_dump(extender_config()))
             self.spawn("extender", extender_argv(extender.kubeconfig, config_file, port), stack)
+            local.wait_ready(port)
             scheduler_config = scheduler_with_extender(port)
             self.say(
                 f"started nodeqos-scheduler-extender on 127.0.0.1:{port}: usage threshold cpu "
-                f"{HIGH:.0f}%, scores by measured usage (ServiceAccount nodeqos-scheduler-extender)"
+                f"{HIGH - 5:.0f}%, scores by measured usage (ServiceAccount nodeqos-scheduler-extender)"
             )
         plane.start_scheduler(scheduler_config)
         self.say(
@@ -212,6 +228,11 @@ class Demo:
                 stack,
             )
         self.say("started 3 nodeqos-agent processes (cluster mode, ServiceAccount nodeqos-agent)")
+        waited = self.wait_measured()
+        self.say(
+            f"every node's NodeMetric has measured its pods ({waited:.0f}s): a pod scheduled "
+            "less than one report ago still counts with its estimate in the extender"
+        )
 
         descheduler = plane.service_account("nodeqos-system", "nodeqos-descheduler", create=False)
         config_file = self.workdir / "descheduler.yaml"
@@ -234,6 +255,27 @@ class Demo:
             "every 10s, Eviction API (ServiceAccount nodeqos-descheduler)\n"
         )
         return self.watch(started)
+
+    def wait_measured(self, timeout: float = 120.0) -> float:
+        """Wait until each NodeMetric was updated a full report interval after the last
+        pod started: until then the pods are new to the scheduler's estimator (as in
+        any cluster right after a rollout), and the story would be about that."""
+        started = time.monotonic()
+        interval = scenario.NODEMETRIC_SPEC["metricCollectPolicy"]["reportIntervalSeconds"]
+        pods = scenario.bound_pods(self.admin)
+        newest = max(_parse_time(p["metadata"]["creationTimestamp"]) for p in pods)
+        path = rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics")
+        while time.monotonic() - started < timeout:
+            metrics = self.admin.get(path)["items"]
+            updated = [
+                _parse_time(m["status"]["updateTime"])
+                for m in metrics
+                if m["metadata"]["name"] in scenario.NODES and m.get("status", {}).get("updateTime")
+            ]
+            if len(updated) == len(scenario.NODES) and min(updated) - interval > newest:
+                return time.monotonic() - started
+            time.sleep(1)
+        raise TimeoutError(f"the agents did not report within {timeout:.0f}s")
 
     def spawn(self, name: str, argv: list[str], stack: contextlib.ExitStack) -> None:
         import subprocess
@@ -528,12 +570,20 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="after n1 cools, watch this many seconds more (it must stay cool)",
     )
+    parser.add_argument(
+        "--keep-logs",
+        action="store_true",
+        help="keep the work directory (every process's log) and print where it is",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-demo-"))
     try:
         with contextlib.ExitStack() as stack:
-            stack.callback(lambda: __import__("shutil").rmtree(workdir, ignore_errors=True))
+            if args.keep_logs:
+                stack.callback(lambda: print(f"logs kept in {workdir}"))
+            else:
+                stack.callback(lambda: __import__("shutil").rmtree(workdir, ignore_errors=True))
             summary = Demo(
                 workdir, timeout=args.timeout, scheduler=args.scheduler, settle=args.settle
             ).run(stack)

@@ -249,3 +249,65 @@ def test_descheduler_deployment_reads_its_configmap() -> None:
     assert pod["volumes"][0]["configMap"]["name"] == "nodeqos-descheduler-config"
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"]["path"] == "/healthz"
+
+
+EXTENDER = "system:serviceaccount:nodeqos-system:nodeqos-scheduler-extender"
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "group", "subresource", "allowed"),
+    [
+        pytest.param("watch", "nodes", "", "", True, id="watch-nodes"),
+        pytest.param("list", "pods", "", "", True, id="list-pods"),
+        pytest.param(
+            "watch", "nodemetrics", "slo.koordinator.sh", "", True, id="watch-nodemetrics"
+        ),
+        pytest.param("create", "pods", "", "binding", False, id="no-bindings"),
+        pytest.param("create", "pods", "", "eviction", False, id="no-evictions"),
+        pytest.param(
+            "update", "nodemetrics", "slo.koordinator.sh", "status", False, id="no-writes"
+        ),
+        pytest.param("get", "secrets", "", "", False, id="no-secrets"),
+        pytest.param("create", "events", "", "", False, id="no-events"),
+    ],
+)
+def test_extender_rbac_is_read_only(
+    kube: rest.Rest,
+    applied: object,
+    verb: str,
+    resource: str,
+    group: str,
+    subresource: str,
+    allowed: bool,
+) -> None:
+    """The scheduler extender reads Nodes, Pods and NodeMetrics; kube-scheduler does the binding."""
+    assert can(kube, EXTENDER, verb, resource, group=group, subresource=subresource) is allowed
+
+
+def test_extender_configmap_args_load_and_the_deployment_uses_them() -> None:
+    """The shipped args decode; the Deployment mounts them, probes /healthz, serves on its port."""
+    from extender import args as argsmod
+
+    docs = {doc["kind"]: doc for name, doc in documents() if name == "scheduler-extender.yaml"}
+    args = argsmod.decode_args(yaml.safe_load(docs["ConfigMap"]["data"]["loadaware.yaml"]))
+    assert args.usage_thresholds["cpu"] == 65
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["nodeqos-scheduler-extender"]
+    assert "--config=/etc/nodeqos/loadaware.yaml" in container["args"]
+    assert pod["volumes"][0]["configMap"]["name"] == docs["ConfigMap"]["metadata"]["name"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert docs["Service"]["spec"]["ports"][0]["port"] == 10262
+
+
+@pytest.mark.parametrize("name", ["extender.yaml", "second-scheduler.yaml"])
+def test_shipped_scheduler_configs_wire_the_extender_safely(name: str) -> None:
+    """Both KubeSchedulerConfigurations: node names only, ignorable, the Service's port.
+    (tests/extender/test_e2e.py runs each with the real kube-scheduler.)"""
+    config = yaml.safe_load((DEPLOY / "kube-scheduler" / name).read_text())
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    (extender,) = config["extenders"]
+    assert extender["nodeCacheCapable"] is True
+    assert extender["ignorable"] is True
+    assert extender["urlPrefix"].endswith(":10262")
+    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")

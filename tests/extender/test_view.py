@@ -334,3 +334,12 @@ def test_window_change_of_aggregated_is_respected() -> None:
     scores = dict(view.prioritize(view.project_pod(incoming(cpu="100m")), ["n1", "n2"]))
     assert scores["n2"] > scores["n1"]
     assert argsmod.decode_args(args).aggregated.score_aggregated_duration == timedelta(minutes=10)  # type: ignore[union-attr]
+
+
+def test_a_pod_without_a_podscheduled_time_is_as_old_as_its_creation() -> None:
+    """Status rewritten without the condition's time: an old pod is not taken for a new one."""
+    old = make_pod_dict("old", node="n1", cpu="2")  # created at T0 - 0, metric at T0
+    old["metadata"]["creationTimestamp"] = "2024-05-01T10:00:00Z"
+    old["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    view = view_of({"n1": {"pods": {"default/old": "100m"}, "system_cpu": "0"}}, [old])
+    assert view.node_usage("n1")["cpu"] == 100  # type: ignore[index]
