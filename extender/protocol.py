@@ -10,11 +10,15 @@ nodes the same way.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+_SAFE_NAMES = re.compile(r"[a-z0-9.\-]*")
+_PRIORITY = '{"Host":"%s","Score":%d},'
 MIN_PRIORITY = 0
 MAX_PRIORITY = 10
 
@@ -91,7 +95,17 @@ def filter_error(message: str) -> bytes:
 
 
 def priorities(scores: Sequence[tuple[str, int]]) -> bytes:
-    """A HostPriorityList."""
+    """A HostPriorityList.
+
+    Node names are DNS subdomains, which need no JSON escaping: formatting them
+    directly is several times faster than `json.dumps` of 5,000 dicts. Anything
+    else goes through `json.dumps`.
+    """
+    if not scores:
+        return b"[]"
+    if _SAFE_NAMES.fullmatch("".join(host for host, _ in scores)):
+        flat = tuple(itertools.chain.from_iterable(scores))
+        return ("[" + (_PRIORITY * len(scores))[:-1] % flat + "]").encode()
     return json.dumps(
         [{"Host": host, "Score": score} for host, score in scores], separators=(",", ":")
     ).encode()

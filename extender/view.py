@@ -24,7 +24,9 @@ node counts it), the pod is deleted, or `expect_ttl` passes.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,11 @@ from kube import cache, rest
 log = logging.getLogger(__name__)
 
 EXPECT_TTL = 30.0  # seconds an expectation lives without a binding showing up
+# A tie wider than this spreads a pod so thinly (under 1/8 per node) that the
+# expectation is noise, and kube-scheduler's random tie-break spreads a burst anyway.
+MAX_EXPECTED_TIES = 8
+CACHED_ESTIMATES = 32  # distinct pod estimates whose answers are kept (see `_cache`)
+_UNKNOWN = object()
 
 
 @dataclass(slots=True)
@@ -95,7 +102,21 @@ class ClusterView:
         self._bound: dict[str, str] = {}  # uid -> node
         self._seen: dict[str, float] = {}  # uid -> when first seen bound (no PodScheduled time)
         self._expected: dict[str, tuple[PodLoad, tuple[str, ...], float]] = {}
+        # node -> (all pods, prod pods): the expected pods' estimates on it, kept apart
+        # from the computed load so an expectation costs a few additions, not a
+        # recomputation of the node
+        self._extra: dict[str, tuple[Vector, Vector]] = {}
         self._nodes: dict[str, _Node] = {}
+        # What the verbs' hot loops read, one tuple per node, kept up to date with the
+        # node and its expectations: (metric expires at, caps, has prod thresholds)
+        # where caps[i] is the estimate of resource i the node can still take, and
+        # (metric expires at, used incl. expectations, allocatable) for scoring.
+        self._filter_rows: dict[str, tuple[float, tuple[float, ...], bool]] = {}
+        self._score_rows: dict[str, tuple[float, Vector, Vector]] = {}
+        # (estimate, prod) -> node -> answer; see `_cache`
+        self._verdicts: dict[tuple[Vector, bool], dict[str, Any]] = {}
+        self._scores: dict[tuple[Vector, bool], dict[str, Any]] = {}
+        self._cache_second = -1
         self._dirty: set[str] = set()
 
     # -- events (informer threads) ------------------------------------------
@@ -154,7 +175,55 @@ class ClusterView:
     def _drop_expectation(self, uid: str) -> None:
         expected = self._expected.pop(uid, None)
         if expected is not None:
-            self._dirty.update(expected[1])
+            pod, nodes, _ = expected
+            for name in nodes:
+                self._shift(name, pod, -1)
+
+    def _shift(self, name: str, pod: PodLoad, sign: int) -> None:
+        """Add (sign 1) or take off (sign -1) an expected pod's estimate on `name`."""
+        share = pod.estimate if sign > 0 else tuple(-e for e in pod.estimate)
+        total, prod = self._extra.get(name, (self._zero, self._zero))
+        total = loads.add(total, share)
+        if pod.prod:
+            prod = loads.add(prod, share)
+        if any(total) or any(prod):
+            self._extra[name] = (total, prod)
+        else:
+            self._extra.pop(name, None)
+        self._invalidate(name)
+        row = self._filter_rows.get(name)
+        if row is not None:
+            caps = tuple(c - e for c, e in zip(row[1], share, strict=True))
+            self._filter_rows[name] = (row[0], caps, row[2])
+        scored = self._score_rows.get(name)
+        if scored is not None:
+            self._score_rows[name] = (scored[0], loads.add(scored[1], share), scored[2])
+
+    def _update_rows(self, name: str) -> None:
+        self._invalidate(name)
+        node = self._nodes.get(name)
+        if node is None or node.metric is None or node.used is None:
+            self._filter_rows.pop(name, None)
+            self._score_rows.pop(name, None)
+            return
+        update = node.metric.update_time
+        expires = -math.inf if update is None else update + self.args.node_metric_expiration_seconds
+        extra = self._extra.get(name)
+        thresholds = node.thresholds
+        if thresholds.aggregated is not None:
+            limits, used = thresholds.aggregated, self._aggregated(node, thresholds.aggregation)
+        else:
+            limits, used = thresholds.usage, node.used
+        if extra is not None:
+            used = loads.add(used, extra[0])
+        # round(x * 100 / total) > limit  <=>  x >= (limit + 0.5) * total / 100
+        caps = tuple(
+            math.inf if limit == 0 or total == 0 else (limit + 0.5) * total / 100 - amount
+            for limit, total, amount in zip(limits, node.allocatable, used, strict=True)
+        )
+        self._filter_rows[name] = (expires, caps, thresholds.has_prod)
+        scored = node.used if extra is None else loads.add(node.used, extra[0])
+        self._score_rows[name] = (expires, scored, node.allocatable)
 
     # -- expectations (verb threads) ----------------------------------------
 
@@ -170,7 +239,8 @@ class ClusterView:
             if share > 1:  # a tie: kube-scheduler picks one at random, so each gets its odds
                 pod = dataclasses.replace(pod, estimate=tuple(e // share for e in pod.estimate))
             self._expected[pod.uid] = (pod, tuple(nodes), self._clock() + self._expect_ttl)
-            self._dirty.update(nodes)
+            for name in nodes:
+                self._shift(name, pod, 1)
 
     @property
     def expectations(self) -> int:
@@ -187,20 +257,17 @@ class ClusterView:
             self._drop_expectation(uid)
         if not self._dirty:
             return
-        expected_on: dict[str, list[PodLoad]] = {}
-        for pod, nodes, _ in self._expected.values():
-            for name in nodes:
-                if name in self._dirty:
-                    expected_on.setdefault(name, []).append(pod)
         for name in self._dirty:
             capacity = self._capacity.get(name)
             if capacity is None:
                 self._nodes.pop(name, None)
                 continue
-            self._nodes[name] = self._compute(capacity, expected_on.get(name, ()), now)
+            self._nodes[name] = self._compute(capacity, now)
+        for name in self._dirty:
+            self._update_rows(name)
         self._dirty.clear()
 
-    def _compute(self, capacity: NodeCapacity, expected: Sequence[PodLoad], now: float) -> _Node:
+    def _compute(self, capacity: NodeCapacity, now: float) -> _Node:
         name = capacity.name
         thresholds = self._default_thresholds
         if capacity.thresholds_annotation:
@@ -225,7 +292,7 @@ class ClusterView:
                 if key not in present:
                     departed = loads.add(departed, usage)
         update = metric.update_time if metric is not None else None
-        for pod in list(pods) + list(expected):
+        for pod in pods:
             measured = metric.pods.get(pod.key) if metric is not None else None
             estimated = loads.add(estimated, pod.estimate)
             scheduled = pod.scheduled_at
@@ -284,36 +351,83 @@ class ClusterView:
         """Which of `names` can take `pod` without going over a usage threshold."""
         if pod.daemonset:  # Koordinator never filters DaemonSet pods
             return Verdict(list(names))
-        args = self.args
-        passed: list[str] = []
-        failed: dict[str, str] = {}
-        estimate = pod.estimate
         with self._lock:
             self._drop_expectation(pod.uid)  # a retried pod must not weigh on its own answer
             self._refresh()
             now = self._clock()
-            for name in names:
-                node = self._nodes.get(name)
-                if node is None or node.metric is None:
-                    passed.append(name)  # no NodeMetric: not load-aware here, never blocked
-                    continue
-                if args.filter_expired_node_metrics and self._expired(node.metric, now):
-                    if args.enable_schedule_when_node_metrics_expired:
-                        passed.append(name)
-                    else:
-                        failed[name] = self._expired_reason(name, node.metric, now)
-                    continue
-                if node.used is None:
-                    passed.append(name)
-                    continue
-                reason = self._over(name, node, pod, estimate)
-                if reason is None:
-                    passed.append(name)
-                else:
-                    failed[name] = reason
+            known = self._cache(self._verdicts, (pod.estimate, pod.prod), now)
+            answers: list[str | object | None] = list(
+                map(known.get, names, itertools.repeat(_UNKNOWN))
+            )
+            if _UNKNOWN in answers:
+                judge = self._judge(pod, now)
+                for index, answer in enumerate(answers):
+                    if answer is _UNKNOWN:
+                        name = names[index]
+                        answers[index] = known[name] = judge(name)
+        passed = [name for name, answer in zip(names, answers, strict=True) if answer is None]
+        failed = {
+            name: str(answer)
+            for name, answer in zip(names, answers, strict=True)
+            if answer is not None
+        }
         if len(passed) == 1:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
+
+    def _judge(self, pod: PodLoad, now: float) -> Callable[[str], str | None]:
+        """`judge(name)`: None when `name` can take `pod`, else the reason it cannot."""
+        args = self.args
+        rows = self._filter_rows
+        check_expiry = args.filter_expired_node_metrics
+        prod, estimate = pod.prod, pod.estimate
+        fits = _fits_function(estimate)
+
+        def judge(name: str) -> str | None:
+            row = rows.get(name)
+            if row is None:  # no NodeMetric (or no usage in it): never blocked
+                return None
+            expires, caps, has_prod = row
+            if now >= expires and check_expiry:
+                if args.enable_schedule_when_node_metrics_expired:
+                    return None
+                metric = self._nodes[name].metric
+                return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
+            if not (prod and has_prod) and fits(caps):
+                return None
+            return self._over(name, self._nodes[name], pod, estimate)
+
+        return judge
+
+    def _cache(
+        self,
+        caches: dict[tuple[Vector, bool], dict[str, Any]],
+        key: tuple[Vector, bool],
+        now: float,
+    ) -> dict[str, Any]:
+        """The answers already computed for pods estimated like this one.
+
+        Pods of one workload share their estimate, and a node's answer changes only
+        when its row does (`_invalidate`) or time passes (expiry): so the caches are
+        dropped every second, and a burst of replicas costs one computation per node
+        per second instead of one per pod.
+        """
+        second = int(now)
+        if second != self._cache_second:
+            self._verdicts.clear()
+            self._scores.clear()
+            self._cache_second = second
+        known = caches.get(key)
+        if known is None:
+            if len(caches) >= CACHED_ESTIMATES:
+                del caches[next(iter(caches))]
+            known = caches[key] = {}
+        return known
+
+    def _invalidate(self, name: str) -> None:
+        for caches in (self._verdicts, self._scores):
+            for known in caches.values():
+                known.pop(name, None)
 
     def _expired_reason(self, name: str, metric: MetricLoad, now: float) -> str:
         if metric.update_time is None:
@@ -333,6 +447,9 @@ class ClusterView:
             what = f"{thresholds.aggregation[0]} usage"
         else:
             limits, used = thresholds.usage, node.used  # type: ignore[assignment]
+        extra = self._extra.get(name)
+        if extra is not None:
+            used = loads.add(used, extra[1] if what == "prod usage" else extra[0])
         allocatable = node.allocatable
         for i, limit in enumerate(limits):
             total = allocatable[i]
@@ -357,36 +474,48 @@ class ClusterView:
             if agg is not None and agg.score_aggregation_type and not prod
             else None
         )
-        out: list[tuple[str, int]] = []
         estimate = pod.estimate
-        best, best_nodes = -1, []
         with self._lock:
             self._drop_expectation(pod.uid)
             self._refresh()
             now = self._clock()
-            for name in names:
-                node = self._nodes.get(name)
-                score = 0
-                used = self._score_usage(node, prod, score_key, now)
-                if used is not None:
+            weights, dominant = self._weights, args.dominant_resource_weight
+            if not prod and score_key is None:
+                score_of = _row_scorer(self._score_rows, now, estimate, weights, dominant)
+            else:
+
+                def score_of(name: str) -> int:
+                    node = self._nodes.get(name)
+                    used = self._score_usage(name, node, prod, score_key, now)
+                    if used is None:
+                        return 0
                     score = loads.least_used_score(
                         loads.add(used, estimate),
                         node.allocatable,  # type: ignore[union-attr]
-                        self._weights,
-                        args.dominant_resource_weight,
+                        weights,
+                        dominant,
                     )
-                score = (score + 5) // 10  # 0..100 -> the protocol's 0..10
-                out.append((name, score))
-                if score > best:
-                    best, best_nodes = score, [name]
-                elif score == best:
-                    best_nodes.append(name)
-        if best > 0:
-            self.expect(pod, best_nodes)
-        return out
+                    return (score + 5) // 10
+
+            known = self._cache(self._scores, (estimate, pod.prod), now)
+            scores = list(map(known.get, names, itertools.repeat(-1)))
+            if -1 in scores:
+                for index, score in enumerate(scores):
+                    if score < 0:
+                        name = names[index]
+                        scores[index] = known[name] = score_of(name)
+        best = max(scores, default=0)
+        if best > 0 and scores.count(best) <= MAX_EXPECTED_TIES:
+            self.expect(pod, [n for n, score in zip(names, scores, strict=True) if score == best])
+        return list(zip(names, scores, strict=True))
 
     def _score_usage(
-        self, node: _Node | None, prod: bool, score_key: loads.AggKey | None, now: float
+        self,
+        name: str,
+        node: _Node | None,
+        prod: bool,
+        score_key: loads.AggKey | None,
+        now: float,
     ) -> Vector | None:
         """The usage prioritize scores on, or None when the node scores 0 (no fresh metric)."""
         if node is None or node.metric is None or node.used is None:
@@ -394,10 +523,15 @@ class ClusterView:
         if self._expired(node.metric, now):
             return None
         if prod:
-            return node.prod_used
-        if score_key is not None:
-            return self._aggregated(node, score_key)
-        return node.used
+            used = node.prod_used
+        elif score_key is not None:
+            used = self._aggregated(node, score_key)
+        else:
+            used = node.used
+        extra = self._extra.get(name)
+        if extra is not None:
+            used = loads.add(used, extra[1] if prod else extra[0])
+        return used
 
     # -- introspection ------------------------------------------------------------
 
@@ -408,7 +542,59 @@ class ClusterView:
             node = self._nodes.get(name)
             if node is None or node.used is None:
                 return None
-            return dict(zip(self.names, node.used, strict=True))
+            extra = self._extra.get(name)
+            used = node.used if extra is None else loads.add(node.used, extra[0])
+            return dict(zip(self.names, used, strict=True))
+
+
+def _fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:
+    """`fits(caps)`: whether every resource of `estimate` stays under its cap.
+
+    Specialised for the usual two resources (cpu, memory): the filter calls it once
+    per node, thousands of times per pod.
+    """
+    if len(estimate) == 2:
+        cpu, memory = estimate
+        return lambda caps: cpu < caps[0] and memory < caps[1]
+    return lambda caps: all(e < c for e, c in zip(estimate, caps, strict=True))
+
+
+def _row_scorer(
+    rows: Mapping[str, tuple[float, Vector, Vector]],
+    now: float,
+    estimate: Vector,
+    weights: Sequence[tuple[int, int]],
+    dominant: int,
+) -> Callable[[str], int]:
+    """`score_of(name)` on the 0..10 scale from the node's score row: 0 without a fresh
+    NodeMetric, else `loads.least_used_score` of used + estimate, divided by ten.
+    Specialised for the usual two weighted resources and no dominant weight: this
+    runs once per node, thousands of times per pod."""
+    if dominant == 0 and len(weights) == 2:
+        (i, wi), (j, wj) = weights
+        ei, ej, total = estimate[i], estimate[j], wi + wj
+
+        def two(name: str) -> int:
+            row = rows.get(name)
+            if row is None or now >= row[0]:
+                return 0
+            used, allocatable = row[1], row[2]
+            ci, ai = allocatable[i], used[i] + ei
+            cj, aj = allocatable[j], used[j] + ej
+            si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
+            sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
+            return ((si * wi + sj * wj) // total + 5) // 10
+
+        return two
+
+    def general(name: str) -> int:
+        row = rows.get(name)
+        if row is None or now >= row[0]:
+            return 0
+        score = loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
+        return (score + 5) // 10
+
+    return general
 
 
 def informers(

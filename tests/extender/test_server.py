@@ -121,3 +121,18 @@ def test_metrics_and_health_share_the_port(served: Any) -> None:
     assert 'nodeqos_extender_request_duration_seconds_count{verb="prioritize"} 1.0' in text
     connection.request("GET", "/healthz")
     assert json.loads(connection.getresponse().read()) == {"ready": True}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        pytest.param(["n1", "node-2.example"], id="dns-names"),
+        pytest.param(['we"ird', "Ünï"], id="names-that-need-escaping"),
+    ],
+)
+def test_host_priority_lists_are_valid_json_for_any_name(names: list[str]) -> None:
+    """The fast encoding and the json.dumps fallback give the same document."""
+    from extender import protocol
+
+    scores = [(name, i) for i, name in enumerate(names)]
+    assert json.loads(protocol.priorities(scores)) == [{"Host": n, "Score": s} for n, s in scores]
