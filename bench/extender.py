@@ -9,13 +9,17 @@ Run with `python -m bench extender`; writes bench/results/extender.json.
   *every* node (the worst case: kube-scheduler usually sends a sample, see
   percentageOfNodesToScore) over one keep-alive connection, as kube-scheduler
   does. Per call, round trip: `filter` and `prioritize` each, median and p99 of
-  300 calls at 1,000 and 5,000 nodes. Target: p99 <= 10 ms at 5,000 nodes.
+  300 calls at 1,000 and 5,000 nodes, and at 5,000 nodes with the 500 names
+  kube-scheduler really sends there. Every call is a pod with its own request,
+  so no answer comes from the per-estimate cache (a burst of replicas would).
+  Target: p99 <= 10 ms at 5,000 nodes, every node named.
 - Throughput: one local control plane, the real kube-scheduler, NODES Nodes with
   fresh NodeMetrics and PODS pending pods created while the scheduler is
   stopped; the scheduler is started and timed until every pod is bound. Once
   with its default configuration, once with deploy/kube-scheduler/extender.yaml
   (the extender in the default profile), same cluster, same run, each on a fresh
-  batch of pods. Target: the extender costs at most 25% of the throughput.
+  batch of pods, in ROUNDS interleaved rounds (medians compared). Target: the
+  extender costs at most 25% of the throughput.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ TARGET_P99_SECONDS = 0.010
 TARGET_THROUGHPUT_COST = 0.25
 NODES = 100
 PODS = 500
+ROUNDS = 3
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -68,14 +73,29 @@ def build_view(nodes: int) -> ClusterView:
     return view
 
 
-def time_verbs(nodes: int) -> dict[str, Any]:
+def sampled(nodes: int) -> int:
+    """How many nodes kube-scheduler sends with the default percentageOfNodesToScore.
+
+    Its adaptive default scores 50% minus 1% per 125 nodes, at least 5%, and never
+    fewer than 100 nodes: 500 names at 5,000 nodes.
+    """
+    percent = max(5, 50 - nodes // 125)
+    return min(nodes, max(100, nodes * percent // 100))
+
+
+def time_verbs(nodes: int, sent: int | None = None) -> dict[str, Any]:
+    """Round-trip latency of both verbs; `sent` names per call (default: every node)."""
     view = build_view(nodes)
-    names = [f"node-{i:05d}" for i in range(nodes)]
+    names = [f"node-{i:05d}" for i in range(nodes)][: sent or nodes]
     http_server = server.HttpServer(
         ("127.0.0.1", 0), view, server.CollectorRegistry(), lambda: {"ready": True}
     )
     connection = http.client.HTTPConnection(*http_server.address, timeout=30)
-    results: dict[str, Any] = {"nodes": nodes, "pods": nodes * lownodeload.PODS_PER_NODE}
+    results: dict[str, Any] = {
+        "nodes": nodes,
+        "pods": nodes * lownodeload.PODS_PER_NODE,
+        "names_per_call": len(names),
+    }
     try:
         for verb in ("filter", "prioritize"):
             timings = []
@@ -170,17 +190,27 @@ def time_scheduler() -> dict[str, Any]:
             with_extender = local.point_scheduler(
                 REPO / "deploy" / "kube-scheduler" / "extender.yaml", port
             )
-            default = _time_scheduling(plane, client, "default", None)
-            extended = _time_scheduling(plane, client, "extender", with_extender)
+            _time_scheduling(plane, client, "warm-up", None)  # untimed: first LISTs and warm caches
+            runs: dict[str, list[dict[str, Any]]] = {"default": [], "extender": []}
+            # Interleaved rounds, medians compared: on a shared machine a burst of
+            # someone else's work then hurts both sides alike.
+            for round_ in range(ROUNDS):
+                for label, config in (("default", None), ("extender", with_extender)):
+                    runs[label].append(_time_scheduling(plane, client, f"{label}-{round_}", config))
         finally:
             proc.terminate()
             proc.wait(15)
             log.close()
+    default, extended = (
+        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2]
+        for label in ("default", "extender")
+    )
     cost = 1 - extended["pods_per_second"] / default["pods_per_second"]
     return {
         "nodes": NODES,
         "default": default,
         "with_extender": extended,
+        "rounds": runs,
         "throughput_cost": round(cost, 3),
         "met": cost <= TARGET_THROUGHPUT_COST,
         "target_cost": TARGET_THROUGHPUT_COST,
@@ -190,19 +220,23 @@ def time_scheduler() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
     latency = []
-    for nodes in SIZES[:1] if quick else SIZES:
+    cases: list[tuple[int, int | None]] = [(n, None) for n in (SIZES[:1] if quick else SIZES)]
+    if not quick:
+        cases.append((SIZES[-1], sampled(SIZES[-1])))
+    for nodes, sent in cases:
         gc.collect()
-        result = time_verbs(nodes)
+        result = time_verbs(nodes, sent)
         latency.append(result)
         print(
-            f"{nodes} nodes: filter median {result['filter']['median_ms']} ms p99 "
+            f"{nodes} nodes, {result['names_per_call']} names per call: filter median {result['filter']['median_ms']} ms p99 "
             f"{result['filter']['p99_ms']} ms; prioritize median "
             f"{result['prioritize']['median_ms']} ms p99 {result['prioritize']['p99_ms']} ms",
             flush=True,
         )
     if quick:
         return 0
-    worst = max(max(r["filter"]["p99_ms"], r["prioritize"]["p99_ms"]) for r in latency[-1:])
+    at_largest = [r for r in latency if r["nodes"] == SIZES[-1]]
+    worst = max(max(r["filter"]["p99_ms"], r["prioritize"]["p99_ms"]) for r in at_largest)
     throughput = time_scheduler()
     print(
         f"kube-scheduler, {NODES} nodes / {PODS} pods: "

@@ -31,6 +31,7 @@ from extender import server, view
 from kube import quantity, rest
 
 EXIT_CONFIG = 2
+SWITCH_INTERVAL = 0.0005  # seconds; see serve()
 
 
 def _parse_address(text: str) -> tuple[str, int]:
@@ -141,6 +142,9 @@ def main(
 def serve(client: rest.Rest, args: argsmod.LoadAwareArgs, address: tuple[str, int]) -> None:
     """Run until SIGTERM/SIGINT."""
     log = logging.getLogger("extender")
+    # kube-scheduler waits on every verb while the informer threads decode watch
+    # events; a handler thread should not queue for the GIL for the default 5 ms.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     cluster = view.ClusterView(args)
     caches = view.informers(client, cluster)
 

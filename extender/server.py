@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from extender import protocol
+from extender.loads import PodLoad
 from extender.view import ClusterView
 from kube import endpoint
 
@@ -77,10 +79,26 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
 
         return route
 
+    # kube-scheduler asks filter, then prioritize, about the same pod version:
+    # project it once (a projection is most of a small call's cost).
+    last: tuple[tuple[str, str], PodLoad] | None = None
+
+    def project(raw: Mapping[str, Any]) -> PodLoad:
+        nonlocal last
+        meta = raw["metadata"]
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        seen = last  # one read: handler threads replace `last` whole, never mutate it
+        if seen is not None and seen[0] == key:
+            return seen[1]
+        pod = view.project_pod(raw)
+        if key[0] and key[1]:
+            last = (key, pod)
+        return pod
+
     def filter_(body: bytes) -> tuple[int, bytes]:
         try:
             args = protocol.decode_args(body)
-            pod = view.project_pod(args.pod)
+            pod = project(args.pod)
         except (protocol.BadRequest, ValueError, KeyError, TypeError) as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
         verdict = view.filter(pod, args.node_names)
@@ -92,7 +110,7 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
     def prioritize(body: bytes) -> tuple[int, bytes]:
         try:
             args = protocol.decode_args(body)
-            pod = view.project_pod(args.pod)
+            pod = project(args.pod)
         except (protocol.BadRequest, ValueError, KeyError, TypeError) as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
         return 200, protocol.priorities(view.prioritize(pod, args.node_names))

@@ -93,7 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        if log.isEnabledFor(logging.DEBUG):  # called for every request: format only when kept
+            log.debug("%s %s", self.address_string(), format % args)
 
 
 class Endpoint:

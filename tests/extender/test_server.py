@@ -66,6 +66,19 @@ def test_prioritize_answers_a_host_priority_list(served: Any) -> None:
     assert all(0 <= s <= 10 for s in scores.values())
 
 
+def test_a_new_version_of_the_same_pod_is_judged_afresh(served: Any) -> None:
+    """Filter reuses the last projection only for the same uid and resourceVersion."""
+    connection, _ = served
+    small = extender_args()
+    small["Pod"]["metadata"]["resourceVersion"] = "7"
+    _, body = post(connection, "/filter", small)
+    assert body["NodeNames"] == ["n2"]
+    big = make_pod_dict("web-1", node=None, cpu="3")  # same uid, resized
+    big["metadata"]["resourceVersion"] = "8"
+    _, body = post(connection, "/filter", {**small, "Pod": big})
+    assert body["NodeNames"] == [] and set(body["FailedNodes"]) == {"n1", "n2"}
+
+
 def test_whole_nodes_are_answered_as_whole_nodes(served: Any) -> None:
     """Without nodeCacheCapable the scheduler sends a NodeList; the answer filters it."""
     connection, _ = served
