@@ -616,11 +616,14 @@ def informers(
             on_event=view.on_metric,
             page_size=page_size,
         ),
+        # Only bound pods weigh on a node: a pending pod's events (half of a burst's)
+        # would cost decoding and nothing else. A pod arrives as ADDED when bound.
         cache.Informer(
             client,
             cache.PODS,
             project=view.project_pod,
             on_event=view.on_pod,
             page_size=page_size,
+            field_selector="spec.nodeName!=",
         ),
     ]
