@@ -13,7 +13,7 @@ Run with `python -m bench extender`; writes bench/results/extender.json.
   kube-scheduler really sends there. Every call is a pod with its own request,
   so no answer comes from the per-estimate cache (a burst of replicas would).
   Target: p99 <= 10 ms at 5,000 nodes, every node named.
-- Throughput: one local control plane, the real kube-scheduler, NODES Nodes with
+- Throughput: one local control plane, the real kube-scheduler, 100 then 1,000 Nodes with
   fresh NodeMetrics and PODS pending pods created while the scheduler is
   stopped; the scheduler is started and timed until every pod is bound. Once
   with its default configuration, once with deploy/kube-scheduler/extender.yaml
@@ -47,7 +47,7 @@ CALLS = 300
 SIZES = (1_000, 5_000)
 TARGET_P99_SECONDS = 0.010
 TARGET_THROUGHPUT_COST = 0.25
-NODES = 100
+NODES = (100, 1_000)  # the second size adds nodes to the first
 PODS = 500
 ROUNDS = 3
 
@@ -123,9 +123,10 @@ def time_verbs(nodes: int, sent: int | None = None) -> dict[str, Any]:
     return results
 
 
-def _register(client: rest.Rest, nodes: int) -> None:
+def _register(client: rest.Rest, first: int, last: int) -> None:
+    """Nodes `first`..`last - 1`, each with a fresh NodeMetric (4 to 9 of 32 cores used)."""
     now = datetime.now(UTC).replace(microsecond=0)
-    for i in range(nodes):
+    for i in range(first, last):
         name = f"sched-{i:04d}"
         localcluster.register_node(client, name, cpu="32", memory="128Gi", pods="110")
         metric = lownodeload.nodemetric_dict(name, [], (4_000 + 100 * (i % 50), 8 << 30), now)
@@ -179,13 +180,39 @@ def _time_scheduling(
     return {"pods": PODS, "seconds": round(seconds, 2), "pods_per_second": round(PODS / seconds, 1)}
 
 
-def time_scheduler() -> dict[str, Any]:
+def _compare(
+    plane: controlplane.ControlPlane, client: rest.Rest, nodes: int, with_extender: Any
+) -> dict[str, Any]:
+    """Interleaved rounds, medians compared: on a shared machine a burst of someone
+    else's work then hurts both sides alike."""
+    _time_scheduling(plane, client, f"warm-up-{nodes}", None)  # untimed: warm caches
+    runs: dict[str, list[dict[str, Any]]] = {"default": [], "extender": []}
+    for round_ in range(ROUNDS):
+        for label, config in (("default", None), ("extender", with_extender)):
+            batch = f"{label}-{nodes}-{round_}"
+            runs[label].append(_time_scheduling(plane, client, batch, config))
+    default, extended = (
+        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2]
+        for label in ("default", "extender")
+    )
+    cost = 1 - extended["pods_per_second"] / default["pods_per_second"]
+    return {
+        "nodes": nodes,
+        "default": default,
+        "with_extender": extended,
+        "rounds": runs,
+        "throughput_cost": round(cost, 3),
+    }
+
+
+def time_scheduler() -> list[dict[str, Any]]:
+    """kube-scheduler's throughput with and without the extender, at each of NODES."""
+    results = []
     with tempfile.TemporaryDirectory() as tmp, controlplane.ControlPlane(scheduler=False) as plane:
         client = rest.Rest.from_kubeconfig(plane.kubeconfig, qps=0)
         localcluster.apply(
             client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
         )
-        _register(client, NODES)
         port = controlplane.free_port()
         log = (Path(tmp) / "extender.log").open("wb")
         proc = subprocess.Popen(
@@ -196,31 +223,17 @@ def time_scheduler() -> dict[str, Any]:
             with_extender = local.point_scheduler(
                 REPO / "deploy" / "kube-scheduler" / "extender.yaml", port
             )
-            _time_scheduling(plane, client, "warm-up", None)  # untimed: first LISTs and warm caches
-            runs: dict[str, list[dict[str, Any]]] = {"default": [], "extender": []}
-            # Interleaved rounds, medians compared: on a shared machine a burst of
-            # someone else's work then hurts both sides alike.
-            for round_ in range(ROUNDS):
-                for label, config in (("default", None), ("extender", with_extender)):
-                    runs[label].append(_time_scheduling(plane, client, f"{label}-{round_}", config))
+            registered = 0
+            for nodes in NODES:
+                _register(client, registered, nodes)
+                registered = nodes
+                time.sleep(2)  # let the extender's caches take the new nodes in
+                results.append(_compare(plane, client, nodes, with_extender))
         finally:
             proc.terminate()
             proc.wait(15)
             log.close()
-    default, extended = (
-        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2]
-        for label in ("default", "extender")
-    )
-    cost = 1 - extended["pods_per_second"] / default["pods_per_second"]
-    return {
-        "nodes": NODES,
-        "default": default,
-        "with_extender": extended,
-        "rounds": runs,
-        "throughput_cost": round(cost, 3),
-        "met": cost <= TARGET_THROUGHPUT_COST,
-        "target_cost": TARGET_THROUGHPUT_COST,
-    }
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,13 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     at_largest = [r for r in latency if r["nodes"] == SIZES[-1]]
     worst = max(max(r["filter"]["p99_ms"], r["prioritize"]["p99_ms"]) for r in at_largest)
     throughput = time_scheduler()
-    print(
-        f"kube-scheduler, {NODES} nodes / {PODS} pods: "
-        f"{throughput['default']['pods_per_second']} pods/s default, "
-        f"{throughput['with_extender']['pods_per_second']} pods/s with the extender "
-        f"(cost {throughput['throughput_cost']:.0%})",
-        flush=True,
-    )
+    for result in throughput:
+        print(
+            f"kube-scheduler, {result['nodes']} nodes / {PODS} pods: "
+            f"{result['default']['pods_per_second']} pods/s default, "
+            f"{result['with_extender']['pods_per_second']} pods/s with the extender "
+            f"(cost {result['throughput_cost']:.0%})",
+            flush=True,
+        )
+    worst_cost = max(r["throughput_cost"] for r in throughput)
+    throughput_met = worst_cost <= TARGET_THROUGHPUT_COST
     latency_met = worst / 1000 <= TARGET_P99_SECONDS
     write_results(
         "extender",
@@ -262,9 +278,14 @@ def main(argv: list[str] | None = None) -> int:
                 "met": latency_met,
             },
             "scheduler_throughput": throughput,
+            "throughput_target": {
+                "max_cost": TARGET_THROUGHPUT_COST,
+                "worst_cost": worst_cost,
+                "met": throughput_met,
+            },
         },
     )
-    return 0 if latency_met and throughput["met"] else 1
+    return 0 if latency_met and throughput_met else 1
 
 
 if __name__ == "__main__":

@@ -14,11 +14,14 @@ Callers: `agent.server`, `descheduler.app.server` and `extender.server`.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -29,6 +32,23 @@ log = logging.getLogger(__name__)
 Readiness = Callable[[], Mapping[str, object]]  # JSON-able, with a boolean "ready"
 Route = Callable[[bytes], tuple[int, bytes]]  # request body -> (status, JSON body)
 MAX_BODY = 64 * 1024 * 1024  # a 5,000-node ExtenderArgs with whole Nodes is ~30 MiB
+
+
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
+
+
+_date: tuple[int, str] = (0, "")
+
+
+def _http_date() -> str:
+    """The Date header's value, formatted once per second."""
+    global _date
+    second, text = _date  # one read: handler threads replace the tuple whole
+    now = int(time.time())
+    if second != now:
+        text = email.utils.formatdate(now, usegmt=True)
+        _date = (now, text)
+    return text
 
 
 class _Server(ThreadingHTTPServer):
@@ -86,11 +106,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(status, "application/json", body)
 
     def _reply(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        # One write for status line, headers and body: a keep-alive caller
+        # (kube-scheduler) waits on every reply, and the stdlib's header helpers cost
+        # more than a small verb's whole answer.
+        self.log_request(status)
+        close = "Connection: close\r\n" if self.close_connection else ""
+        head = (
+            f"{self.protocol_version} {status} {_REASONS.get(status, '')}\r\n"
+            f"Date: {_http_date()}\r\n"
+            f"Content-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n{close}\r\n"
+        )
+        self.wfile.write(head.encode("latin-1") + body)
 
     def log_message(self, format: str, *args: object) -> None:
         if log.isEnabledFor(logging.DEBUG):  # called for every request: format only when kept
