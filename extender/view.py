@@ -33,9 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender import loads
+from extender import loads, nodeload
 from extender.args import LoadAwareArgs
-from extender.loads import MetricLoad, NodeCapacity, PodLoad, Thresholds, Vector
+from extender.loads import MetricLoad, NodeCapacity, PodLoad, Vector
+from extender.nodeload import NodeLoad
 from kube import cache, rest
 
 log = logging.getLogger(__name__)
@@ -46,21 +47,6 @@ EXPECT_TTL = 30.0  # seconds an expectation lives without a binding showing up
 MAX_EXPECTED_TIES = 8
 CACHED_ESTIMATES = 32  # distinct pod estimates whose answers are kept (see `_cache`)
 _UNKNOWN = object()
-
-
-@dataclass(slots=True)
-class _Node:
-    """Computed load of one node; rebuilt when dirty."""
-
-    allocatable: Vector
-    thresholds: Thresholds
-    metric: MetricLoad | None
-    used: Vector | None  # instant usage + estimates of pods not yet measured
-    prod_used: Vector
-    departed: Vector  # usage of pods in podsMetric that have left
-    delta: Vector  # estimates the NodeMetric has not seen yet
-    estimated: Vector  # every bound pod's full estimate (when the NodeMetric has no usage)
-    pods: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +92,7 @@ class ClusterView:
         # from the computed load so an expectation costs a few additions, not a
         # recomputation of the node
         self._extra: dict[str, tuple[Vector, Vector]] = {}
-        self._nodes: dict[str, _Node] = {}
+        self._nodes: dict[str, NodeLoad] = {}
         # What the verbs' hot loops read, one tuple per node, kept up to date with the
         # node and its expectations: (metric expires at, caps, has prod thresholds)
         # where caps[i] is the estimate of resource i the node can still take, and
@@ -211,7 +197,7 @@ class ClusterView:
         extra = self._extra.get(name)
         thresholds = node.thresholds
         if thresholds.aggregated is not None:
-            limits, used = thresholds.aggregated, self._aggregated(node, thresholds.aggregation)
+            limits, used = thresholds.aggregated, nodeload.aggregated(node, thresholds.aggregation)
         else:
             limits, used = thresholds.usage, node.used
         if extra is not None:
@@ -262,83 +248,18 @@ class ClusterView:
             if capacity is None:
                 self._nodes.pop(name, None)
                 continue
-            self._nodes[name] = self._compute(capacity, now)
+            self._nodes[name] = nodeload.compute(
+                capacity,
+                self._metrics.get(name),
+                list(self._pods.get(name, {}).values()),
+                args=self.args,
+                defaults=self._default_thresholds,
+                seen=self._seen,
+                now=now,
+            )
         for name in self._dirty:
             self._update_rows(name)
         self._dirty.clear()
-
-    def _compute(self, capacity: NodeCapacity, now: float) -> _Node:
-        name = capacity.name
-        thresholds = self._default_thresholds
-        if capacity.thresholds_annotation:
-            try:
-                thresholds = loads.node_thresholds(
-                    capacity.thresholds_annotation, thresholds, self.names
-                )
-            except (ValueError, TypeError) as err:
-                log.warning(
-                    "node %s: ignoring %s: %s", name, loads.ANNOTATION_USAGE_THRESHOLDS, err
-                )
-        metric = self._metrics.get(name)
-        pods = list(self._pods.get(name, {}).values())
-        zero = self._zero
-        delta = prod_delta = estimated = departed = zero
-        prod_used = zero
-        if metric is not None and self.args.prod_usage_include_sys:
-            prod_used = metric.system_usage
-        present = {pod.key for pod in pods}
-        if metric is not None:
-            for key, usage in metric.pods.items():
-                if key not in present:
-                    departed = loads.add(departed, usage)
-        update = metric.update_time if metric is not None else None
-        for pod in pods:
-            measured = metric.pods.get(pod.key) if metric is not None else None
-            estimated = loads.add(estimated, pod.estimate)
-            scheduled = pod.scheduled_at
-            if scheduled is None:
-                scheduled = self._seen.get(pod.uid, now)
-            fresh = (
-                measured is None
-                or update is None
-                or scheduled > update - metric.report_interval  # type: ignore[union-attr]
-                or (pod.estimate_until > 0 and pod.estimate_until > update)
-            )
-            if fresh:
-                delta = loads.add(delta, loads.excess(pod.estimate, measured))
-            if not pod.prod:
-                continue
-            active = metric is not None and pod.key in metric.prod_pods and measured is not None
-            if active:
-                prod_used = loads.add(prod_used, measured)  # type: ignore[arg-type]
-            if fresh or not active:
-                prod_delta = loads.add(
-                    prod_delta, loads.excess(pod.estimate, measured if active else None)
-                )
-        used = None
-        if metric is not None and metric.node_usage is not None:
-            used = loads.add(loads.sub_floor(metric.node_usage, departed), delta)
-        return _Node(
-            allocatable=capacity.allocatable,
-            thresholds=thresholds,
-            metric=metric,
-            used=used,
-            prod_used=loads.add(prod_used, prod_delta),
-            departed=departed,
-            delta=delta,
-            estimated=estimated,
-            pods=len(pods),
-        )
-
-    def _aggregated(self, node: _Node, key: loads.AggKey) -> Vector:
-        """An aggregated usage with the same corrections as the instant one."""
-        assert node.metric is not None
-        base = node.metric.aggregated.get(key)
-        if base is None and key[1] == 0:
-            base = node.metric.node_usage
-        if base is None:
-            return node.estimated
-        return loads.add(loads.sub_floor(base, node.departed), node.delta)
 
     def _expired(self, metric: MetricLoad, now: float) -> bool:
         return metric.update_time is None or (
@@ -381,7 +302,7 @@ class ClusterView:
         rows = self._filter_rows
         check_expiry = args.filter_expired_node_metrics
         prod, estimate = pod.prod, pod.estimate
-        fits = _fits_function(estimate)
+        fits = nodeload.fits_function(estimate)
 
         def judge(name: str) -> str | None:
             row = rows.get(name)
@@ -436,14 +357,14 @@ class ClusterView:
         limit = self.args.node_metric_expiration_seconds
         return f"node {name}: NodeMetric expired (last updated {age}s ago, limit {limit}s)"
 
-    def _over(self, name: str, node: _Node, pod: PodLoad, estimate: Vector) -> str | None:
+    def _over(self, name: str, node: NodeLoad, pod: PodLoad, estimate: Vector) -> str | None:
         thresholds = node.thresholds
         what = "usage"
         if pod.prod and thresholds.has_prod:
             limits, used, what = thresholds.prod, node.prod_used, "prod usage"
         elif thresholds.aggregated is not None:
             limits = thresholds.aggregated
-            used = self._aggregated(node, thresholds.aggregation)
+            used = nodeload.aggregated(node, thresholds.aggregation)
             what = f"{thresholds.aggregation[0]} usage"
         else:
             limits, used = thresholds.usage, node.used  # type: ignore[assignment]
@@ -481,7 +402,7 @@ class ClusterView:
             now = self._clock()
             weights, dominant = self._weights, args.dominant_resource_weight
             if not prod and score_key is None:
-                score_of = _row_scorer(self._score_rows, now, estimate, weights, dominant)
+                score_of = nodeload.row_scorer(self._score_rows, now, estimate, weights, dominant)
             else:
 
                 def score_of(name: str) -> int:
@@ -512,7 +433,7 @@ class ClusterView:
     def _score_usage(
         self,
         name: str,
-        node: _Node | None,
+        node: NodeLoad | None,
         prod: bool,
         score_key: loads.AggKey | None,
         now: float,
@@ -525,7 +446,7 @@ class ClusterView:
         if prod:
             used = node.prod_used
         elif score_key is not None:
-            used = self._aggregated(node, score_key)
+            used = nodeload.aggregated(node, score_key)
         else:
             used = node.used
         extra = self._extra.get(name)
@@ -545,56 +466,6 @@ class ClusterView:
             extra = self._extra.get(name)
             used = node.used if extra is None else loads.add(node.used, extra[0])
             return dict(zip(self.names, used, strict=True))
-
-
-def _fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:
-    """`fits(caps)`: whether every resource of `estimate` stays under its cap.
-
-    Specialised for the usual two resources (cpu, memory): the filter calls it once
-    per node, thousands of times per pod.
-    """
-    if len(estimate) == 2:
-        cpu, memory = estimate
-        return lambda caps: cpu < caps[0] and memory < caps[1]
-    return lambda caps: all(e < c for e, c in zip(estimate, caps, strict=True))
-
-
-def _row_scorer(
-    rows: Mapping[str, tuple[float, Vector, Vector]],
-    now: float,
-    estimate: Vector,
-    weights: Sequence[tuple[int, int]],
-    dominant: int,
-) -> Callable[[str], int]:
-    """`score_of(name)` on the 0..10 scale from the node's score row: 0 without a fresh
-    NodeMetric, else `loads.least_used_score` of used + estimate, divided by ten.
-    Specialised for the usual two weighted resources and no dominant weight: this
-    runs once per node, thousands of times per pod."""
-    if dominant == 0 and len(weights) == 2:
-        (i, wi), (j, wj) = weights
-        ei, ej, total = estimate[i], estimate[j], wi + wj
-
-        def two(name: str) -> int:
-            row = rows.get(name)
-            if row is None or now >= row[0]:
-                return 0
-            used, allocatable = row[1], row[2]
-            ci, ai = allocatable[i], used[i] + ei
-            cj, aj = allocatable[j], used[j] + ej
-            si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
-            sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
-            return ((si * wi + sj * wj) // total + 5) // 10
-
-        return two
-
-    def general(name: str) -> int:
-        row = rows.get(name)
-        if row is None or now >= row[0]:
-            return 0
-        score = loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
-        return (score + 5) // 10
-
-    return general
 
 
 def informers(

@@ -1,0 +1,170 @@
+"""One node's load, and the per-node fast paths the verbs run thousands of times a call.
+
+`compute` turns a node's capacity, its NodeMetric and the pods bound to it into
+a `NodeLoad` the way Koordinator's LoadAwareScheduling does (see `extender.view`
+for the departed-pod correction and the estimates of pods the NodeMetric has not
+measured yet). `fits_function` and `row_scorer` answer filter and prioritize
+from the precomputed per-node rows the view keeps.
+
+May import: `extender.loads`, `extender.args` (and through them `kube`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from extender import loads
+from extender.args import LoadAwareArgs
+from extender.loads import MetricLoad, NodeCapacity, PodLoad, Thresholds, Vector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class NodeLoad:
+    """Computed load of one node; the view rebuilds it when the node is dirty."""
+
+    allocatable: Vector
+    thresholds: Thresholds
+    metric: MetricLoad | None
+    used: Vector | None  # instant usage + estimates of pods not yet measured
+    prod_used: Vector
+    departed: Vector  # usage of pods in podsMetric that have left
+    delta: Vector  # estimates the NodeMetric has not seen yet
+    estimated: Vector  # every bound pod's full estimate (when the NodeMetric has no usage)
+    pods: int
+
+
+def compute(
+    capacity: NodeCapacity,
+    metric: MetricLoad | None,
+    pods: Sequence[PodLoad],
+    *,
+    args: LoadAwareArgs,
+    defaults: Thresholds,
+    seen: Mapping[str, float],
+    now: float,
+) -> NodeLoad:
+    """A node's load from its capacity, its NodeMetric and the pods bound to it.
+
+    `seen` holds when pods without a PodScheduled time were first seen bound.
+    """
+    name = capacity.name
+    names = args.resources
+    thresholds = defaults
+    if capacity.thresholds_annotation:
+        try:
+            thresholds = loads.node_thresholds(capacity.thresholds_annotation, thresholds, names)
+        except (ValueError, TypeError) as err:
+            log.warning("node %s: ignoring %s: %s", name, loads.ANNOTATION_USAGE_THRESHOLDS, err)
+    zero: Vector = (0,) * len(names)
+    delta = prod_delta = estimated = departed = zero
+    prod_used = zero
+    if metric is not None and args.prod_usage_include_sys:
+        prod_used = metric.system_usage
+    present = {pod.key for pod in pods}
+    if metric is not None:
+        for key, usage in metric.pods.items():
+            if key not in present:
+                departed = loads.add(departed, usage)
+    update = metric.update_time if metric is not None else None
+    for pod in pods:
+        measured = metric.pods.get(pod.key) if metric is not None else None
+        estimated = loads.add(estimated, pod.estimate)
+        scheduled = pod.scheduled_at
+        if scheduled is None:
+            scheduled = seen.get(pod.uid, now)
+        fresh = (
+            measured is None
+            or update is None
+            or scheduled > update - metric.report_interval  # type: ignore[union-attr]
+            or (pod.estimate_until > 0 and pod.estimate_until > update)
+        )
+        if fresh:
+            delta = loads.add(delta, loads.excess(pod.estimate, measured))
+        if not pod.prod:
+            continue
+        active = metric is not None and pod.key in metric.prod_pods and measured is not None
+        if active:
+            prod_used = loads.add(prod_used, measured)  # type: ignore[arg-type]
+        if fresh or not active:
+            prod_delta = loads.add(
+                prod_delta, loads.excess(pod.estimate, measured if active else None)
+            )
+    used = None
+    if metric is not None and metric.node_usage is not None:
+        used = loads.add(loads.sub_floor(metric.node_usage, departed), delta)
+    return NodeLoad(
+        allocatable=capacity.allocatable,
+        thresholds=thresholds,
+        metric=metric,
+        used=used,
+        prod_used=loads.add(prod_used, prod_delta),
+        departed=departed,
+        delta=delta,
+        estimated=estimated,
+        pods=len(pods),
+    )
+
+
+def aggregated(node: NodeLoad, key: loads.AggKey) -> Vector:
+    """An aggregated usage with the same corrections as the instant one."""
+    assert node.metric is not None
+    base = node.metric.aggregated.get(key)
+    if base is None and key[1] == 0:
+        base = node.metric.node_usage
+    if base is None:
+        return node.estimated
+    return loads.add(loads.sub_floor(base, node.departed), node.delta)
+
+
+def fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:
+    """`fits(caps)`: whether every resource of `estimate` stays under its cap.
+
+    Specialised for the usual two resources (cpu, memory): the filter calls it once
+    per node, thousands of times per pod.
+    """
+    if len(estimate) == 2:
+        cpu, memory = estimate
+        return lambda caps: cpu < caps[0] and memory < caps[1]
+    return lambda caps: all(e < c for e, c in zip(estimate, caps, strict=True))
+
+
+def row_scorer(
+    rows: Mapping[str, tuple[float, Vector, Vector]],
+    now: float,
+    estimate: Vector,
+    weights: Sequence[tuple[int, int]],
+    dominant: int,
+) -> Callable[[str], int]:
+    """`score_of(name)` on the 0..10 scale from the node's score row: 0 without a fresh
+    NodeMetric, else `loads.least_used_score` of used + estimate, divided by ten.
+    Specialised for the usual two weighted resources and no dominant weight: this
+    runs once per node, thousands of times per pod."""
+    if dominant == 0 and len(weights) == 2:
+        (i, wi), (j, wj) = weights
+        ei, ej, total = estimate[i], estimate[j], wi + wj
+
+        def two(name: str) -> int:
+            row = rows.get(name)
+            if row is None or now >= row[0]:
+                return 0
+            used, allocatable = row[1], row[2]
+            ci, ai = allocatable[i], used[i] + ei
+            cj, aj = allocatable[j], used[j] + ej
+            si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
+            sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
+            return ((si * wi + sj * wj) // total + 5) // 10
+
+        return two
+
+    def general(name: str) -> int:
+        row = rows.get(name)
+        if row is None or now >= row[0]:
+            return 0
+        score = loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
+        return (score + 5) // 10
+
+    return general
