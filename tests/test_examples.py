@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -332,3 +333,18 @@ def test_agent_writes_the_be_knob_with_the_installed_plugin(
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dirs["batch"] / "cpu.weight").read_text().strip() == "1"
     assert (dirs["web"] / "cpu.weight").read_text() == "39\n"
+
+
+def test_readme_walk_through_quotes_the_example() -> None:
+    """Every line of the code the README's descheduler walk-through shows is in examples/nodepressure."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### A descheduler plugin", 1)[1].split("### A QoS plugin", 1)[0]
+    blocks = re.findall(r"```(?:python|toml)\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 3
+    source = "\n".join(
+        path.read_text() for path in NODEPRESSURE.rglob("*") if path.suffix in (".py", ".toml")
+    )
+    missing = [
+        line for block in blocks for line in block.splitlines() if line.strip() not in source
+    ]
+    assert missing == []
