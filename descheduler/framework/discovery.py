@@ -46,7 +46,7 @@ import importlib.metadata
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from descheduler.config import ENTRY_POINT_GROUP, ExtensionPoint, FieldPath, PluginArgs
 from descheduler.config.codecs import describe
@@ -95,13 +95,6 @@ def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
     return found
 
 
-def in_tree_entry_points(
-    table: Mapping[str, str], group: str = GROUP
-) -> list[importlib.metadata.EntryPoint]:
-    """The in-tree table as entry points, loaded like installed ones."""
-    return [importlib.metadata.EntryPoint(name, value, group) for name, value in table.items()]
-
-
 def registry(
     in_tree: Mapping[str, str],
     extra: Iterable[object] = (),
@@ -110,12 +103,16 @@ def registry(
 ) -> Registry:
     """In-tree plugins, then installed entry points, then `extra` objects.
 
-    `entry_points` replaces the installed ones (tests); None reads them.
+    `entry_points` replaces the installed ones (tests); None reads them. The
+    in-tree table is loaded as entry points too; one of them failing to load
+    is a bug of this checkout, not a user's plugin, and raises.
     """
     found = Registry()
     origins: dict[str, str] = {}
-    for entry_point in in_tree_entry_points(in_tree):
-        _add_entry_point(found, origins, entry_point, "nodeqos (in-tree)")
+    for name, value in in_tree.items():
+        entry_point = importlib.metadata.EntryPoint(name, value, GROUP)
+        origins[name] = "nodeqos (in-tree)"
+        _register_entry_point(found, entry_point, where=f"in-tree entry point {name} = {value}")
     for entry_point in installed() if entry_points is None else entry_points:
         _add_entry_point(found, origins, entry_point, _origin(entry_point))
     for obj in extra:  # the embedder's own code: a mistake here is a programming error
@@ -125,13 +122,14 @@ def registry(
 
 def register_object(registry: Registry, obj: object, *, where: str) -> None:
     """Register a plugin object; a missing or wrong part of its surface is a RegistryError."""
-    problems = []
     name = getattr(obj, "NAME", None)
     if not isinstance(name, str) or not name:
         raise RegistryError(f"{where}: a plugin must export NAME, a non-empty str")
+    problems = []
     args = getattr(obj, "Args", None)
     if not (isinstance(args, type) and issubclass(args, PluginArgs)):
         problems.append("Args, a subclass of descheduler.config.PluginArgs")
+        args = None
     points = getattr(obj, "EXTENSION_POINTS", None)
     if not (
         isinstance(points, frozenset | set)
@@ -139,12 +137,24 @@ def register_object(registry: Registry, obj: object, *, where: str) -> None:
         and all(isinstance(p, ExtensionPoint) for p in points)
     ):
         problems.append("EXTENSION_POINTS, a non-empty frozenset of config.ExtensionPoint")
+        points = None
     factory = getattr(obj, "factory", None)
     if not callable(factory):
         problems.append("factory(args, handle), a callable")
-    if problems:
+    if problems or args is None or points is None:
         raise RegistryError(f"plugin {name} ({where}) must export {'; '.join(problems)}")
-    registry.register(name, factory, args=args, extension_points=frozenset(points))  # type: ignore[arg-type]
+    registry.register(name, factory, args=args, extension_points=frozenset(points))
+
+
+def _register_entry_point(
+    registry: Registry, entry_point: importlib.metadata.EntryPoint, *, where: str
+) -> None:
+    """Load the entry point's object and register it under the entry point's name."""
+    obj = entry_point.load()
+    found = getattr(obj, "NAME", None)
+    if found != entry_point.name:
+        raise RegistryError(f"the entry point's name must be the plugin's NAME (got {found!r})")
+    register_object(registry, obj, where=where)
 
 
 def _add_entry_point(
@@ -165,12 +175,7 @@ def _add_entry_point(
     origins[name] = origin
     where = f"entry point {name} = {entry_point.value} of {origin}"
     try:
-        obj: Any = entry_point.load()
-        if getattr(obj, "NAME", None) != name:
-            raise RegistryError(
-                f"the entry point's name must be the plugin's NAME (got {getattr(obj, 'NAME', None)!r})"
-            )
-        register_object(registry, obj, where=where)
+        _register_entry_point(registry, entry_point, where=where)
     except Exception as err:  # a third party's import: anything can happen, isolate it
         detail = f"{where} cannot be loaded: {type(err).__name__}: {err}"
         log.debug("%s", detail)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from descheduler import cli, config, framework, plugins
@@ -234,3 +235,32 @@ def test_a_broken_plugin_in_every_profile_fails_start_up() -> None:
     (problem,) = caught.value.problems
     assert problem.startswith("profile only: plugin BrokenImport is broken: entry point")
     assert "ImportError" in problem
+
+
+def test_validate_warns_which_profile_a_broken_plugin_keeps_out(tmp_path: Path) -> None:
+    """--validate loads the file (the broken plugin's args kept) and says which profile will not run."""
+    registry = discovery.registry(
+        plugins.IN_TREE, entry_points=[entry_point("BrokenImport", "brokenimport")]
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            fakes.policy(
+                profiles=[
+                    {
+                        **profile("broken", balance=["BrokenImport"]),
+                        "pluginConfig": [{"name": "BrokenImport", "args": {"anything": 1}}],
+                    },
+                    profile("fine", deschedule=["RemoveFailedPods"]),
+                ]
+            )
+        )
+    )
+    result = CliRunner().invoke(
+        cli.main, ["--config", str(path), "--validate"], obj=cli.Session(registry)
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(
+        "warning: profile broken will not run: plugin BrokenImport is broken: entry point"
+    )
+    assert "fine" not in result.stderr
