@@ -12,6 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import descheduler
 from descheduler import cli, config, framework, plugins
 from descheduler.framework import Reason, discovery
 from tests import builders
@@ -264,3 +265,31 @@ def test_validate_warns_which_profile_a_broken_plugin_keeps_out(tmp_path: Path) 
         "warning: profile broken will not run: plugin BrokenImport is broken: entry point"
     )
     assert "fine" not in result.stderr
+
+
+def test_run_composes_a_descheduler_with_plugins_passed_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """descheduler.run(argv, plugins=[module]) knows the plugin; without it the same file exits 2."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            fakes.policy(
+                profiles=[
+                    {
+                        **profile("p1", filter=["KeepLabelled"]),
+                        "pluginConfig": [{"name": "KeepLabelled", "args": {"label": "keep"}}],
+                    }
+                ]
+            )
+        )
+    )
+    argv = ["--config", str(path), "--validate"]
+    with pytest.raises(SystemExit) as composed:
+        descheduler.run(argv, plugins=[keeplabelled])
+    assert composed.value.code == 0
+    assert capsys.readouterr().out == "configuration OK\n"
+    with pytest.raises(SystemExit) as stock:
+        descheduler.run(argv)
+    assert stock.value.code == 2
+    assert 'unknown plugin "KeepLabelled"' in capsys.readouterr().err

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import agent
 import qosmanager
 from agent import cli
 from qosmanager import discovery, plugins
@@ -112,3 +113,16 @@ def test_enabling_an_uninstalled_plugin_names_the_entry_point_group() -> None:
     assert result.exit_code == 2, result.output
     assert "unknown feature gate 'Nope'" in result.output
     assert '"nodeqos.agent.qos_plugins"' in result.output
+
+
+def test_agent_run_composes_an_agent_with_qos_plugins_passed_in(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """agent.run(["--help"], qos_plugins=[module]) shows the plugin's flag; the stock one does not."""
+    with pytest.raises(SystemExit) as composed:
+        agent.run(["--help"], qos_plugins=[example_plugin])
+    assert composed.value.code == 0
+    assert "--be-pod-counter-interval" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        agent.run(["--help"])
+    assert "--be-pod-counter-interval" not in capsys.readouterr().out
