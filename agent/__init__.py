@@ -17,4 +17,25 @@
 - `agent.telemetry`, `agent.health`, `agent.server` - /metrics and /healthz;
 - `agent.features`, `agent.config`, `agent.kinds` - gates, flag values, extra
   metric kinds.
+
+`run(argv, qos_plugins=[...])` is `nodeqos-agent` with extra QoS plugins, for an
+image that composes its own agent in Python; installed packages declaring entry
+points in group `nodeqos.agent.qos_plugins` need no code at all (README.md,
+"Writing a plugin").
 """
+
+from collections.abc import Iterable, Sequence
+
+
+def run(argv: Sequence[str] | None = None, *, qos_plugins: Iterable[object] = ()) -> None:
+    """`nodeqos-agent` with `argv` (default: sys.argv) and extra `qos_plugins`; exits.
+
+    See `agent.cli.run`.
+    """
+    # Imported here: `import agent.config` must not pull in the CLI and every plugin.
+    from agent import cli
+
+    cli.run(argv, qos_plugins=qos_plugins)
+
+
+__all__ = ["run"]

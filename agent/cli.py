@@ -1,8 +1,11 @@
 """The `nodeqos-agent` command line: flags in the koordlet spirit, then the agent.
 
 `build_command` is the composition root. It builds the QoS plugin registry
-first (the built-in strategies, unbound, plus what `registry_extras` adds),
-because the plugins' flags are part of the command line. The command parses
+first (the built-in strategies, the QoS plugins installed through entry points
+of group `nodeqos.agent.qos_plugins`, the `qos_plugins` passed in, all unbound,
+plus what `registry_extras` adds), because the plugins' flags are part of the
+command line. `run(argv, qos_plugins=[...])` is the agent for an image that
+composes its own in Python. The command parses
 and validates every flag into one `AgentConfig` (a plugin's own flags
 configure its instance), builds the one `CollectorRegistry`, installs the
 signal handlers and runs the agent: in-cluster (`agent.cluster`, the default) or,
@@ -22,7 +25,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,17 +169,21 @@ def _agent_params() -> list[click.Parameter]:
 
 def build_command(
     registry_extras: Callable[[qosmanager.PluginRegistry], object] | None = None,
+    *,
+    qos_plugins: Iterable[object] = (),
 ) -> click.Command:
     """The `nodeqos-agent` command over a fresh QoS plugin registry.
 
-    The registry holds every built-in strategy (`qosmanager.builtin_registry()`,
-    bound to the node's handle only when the agent runs, after parsing) and
-    whatever `registry_extras` adds to it: the hook for out-of-tree plugins,
-    e.g. `build_command(my_plugin.register)()`. The command carries the agent's
+    The registry (`qosmanager.plugin_registry(qos_plugins)`) holds every
+    built-in strategy, every QoS plugin installed through an entry point and
+    the plugin objects of `qos_plugins` (each exporting `NAME`, `FEATURE`,
+    `factory`), bound to the node's handle only when the agent runs, after
+    parsing; `registry_extras` may then register more by hand
+    (`qosmanager.register_qos_ext_plugin`). The command carries the agent's
     flags, every plugin's flags (their callbacks configure the plugin
     instances that then run) and `--qos-extension-plugins`.
     """
-    plugins = qosmanager.builtin_registry()
+    plugins = qosmanager.plugin_registry(qos_plugins)
     if registry_extras is not None:
         registry_extras(plugins)
     return click.Command(
@@ -188,9 +195,19 @@ def build_command(
     )
 
 
+def run(argv: Sequence[str] | None = None, *, qos_plugins: Iterable[object] = ()) -> None:
+    """Run `nodeqos-agent` with `argv` (default: sys.argv) and extra QoS plugins; exits.
+
+    import becgroupidle
+    from agent import cli
+    cli.run(qos_plugins=[becgroupidle])   # --qos-extension-plugins=BECgroupIdle=true
+    """
+    build_command(qos_plugins=qos_plugins).main(args=argv, prog_name="nodeqos-agent")
+
+
 def main() -> None:
-    """The `nodeqos-agent` entry point: the stock command (built-in plugins only)."""
-    build_command()()
+    """The `nodeqos-agent` entry point: the built-in and the installed QoS plugins."""
+    run()
 
 
 def _run_agent(
@@ -225,8 +242,14 @@ def _run_agent(
             raise click.BadParameter(str(err), param_hint="--metrics-addr") from None
     try:
         extension_gates = plugins.extension_gates(qos_extension_plugins)
-    except ValueError as err:  # an unknown name; the message lists the known ones
-        raise click.BadParameter(str(err), param_hint="--qos-extension-plugins") from None
+    except ValueError as err:  # an unknown or broken name; the message lists the known ones
+        hint = (
+            f" (an out-of-tree QoS plugin must be installed next to nodeqos-agent, its package"
+            f' declaring an entry point in group "{qosmanager.QOS_PLUGIN_GROUP}")'
+            if "unknown feature gate" in str(err)
+            else ""
+        )
+        raise click.BadParameter(f"{err}{hint}", param_hint="--qos-extension-plugins") from None
     cfg = config.AgentConfig(
         node_name=node_name,
         cgroup_root=cgroup_root,

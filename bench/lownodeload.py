@@ -435,7 +435,7 @@ def create_objects(client: rest.Rest, objects_: Iterator[dict[str, Any]]) -> tup
 
 def time_sync(kubeconfig: str) -> dict[str, Any]:
     """Start a fresh InformerSource (the daemon's client settings) and wait for every cache."""
-    defaults = config.default_configuration().client_connection
+    defaults = config.default_configuration(plugins=plugins.in_tree()).client_connection
     client = rest.Rest.from_kubeconfig(kubeconfig, qps=defaults.qps, burst=defaults.burst)
     source = framework.InformerSource(client)
     start = time.perf_counter()

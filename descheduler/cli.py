@@ -10,6 +10,11 @@ Exit status: 0 done (or stopped by SIGTERM/SIGINT); 1 `--once` could not sync
 its caches (API server unreachable); 2 the configuration, the plugins, the
 credentials or the snapshot file are unusable (every problem is listed on
 stderr).
+
+The plugins are the in-tree ones plus every installed package's entry points
+in group `nodeqos.descheduler.plugins` (`descheduler.plugins.registry()`);
+`run(argv, plugins=[...])` adds plugin objects for an image that composes its
+own descheduler in Python (koord-descheduler's `NewDeschedulerCommand(WithPlugin(...))`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import logging
 import pathlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NoReturn
 
@@ -27,16 +33,65 @@ import click
 import yaml
 from prometheus_client import CollectorRegistry
 
-from descheduler import app, config, framework, plugins
+from descheduler import app, config, framework
+from descheduler import plugins as _plugins  # `plugins` is run()'s keyword
 from descheduler.app import daemon, render, server, simulate, snapshotfile
 
 EXIT_CONFIG = 2  # same status click uses for usage errors
 
 
-def _load(path: pathlib.Path | None) -> config.DeschedulerConfiguration:
+@dataclass(slots=True)
+class Session:
+    """What the group hands its subcommand: the plugins, and the configuration if one was given."""
+
+    registry: framework.Registry
+    config: config.DeschedulerConfiguration | None = None
+
+
+def run(argv: Sequence[str] | None = None, *, plugins: Iterable[object] = ()) -> None:
+    """Run `nodeqos-descheduler` with `argv` (default: sys.argv) and extra `plugins`; exits.
+
+    Each of `plugins` exports the plugin surface (`NAME`, `Args`,
+    `EXTENSION_POINTS`, `factory`; usually it is the plugin's module) and joins
+    the in-tree and installed plugins, as if installed:
+
+        import recentrestarts
+        from descheduler import cli
+        cli.run(plugins=[recentrestarts])
+    """
+    registry = _plugins.registry(plugins)
+    main.main(args=argv, prog_name="nodeqos-descheduler", obj=Session(registry))
+
+
+def _session(ctx: click.Context) -> Session:
+    """The session `run` passed in, else one over the in-tree and installed plugins."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, Session):
+        root.obj = Session(_plugins.registry())
+    return root.obj
+
+
+def _load(
+    path: pathlib.Path | None, registry: framework.Registry
+) -> config.DeschedulerConfiguration:
     if path is None:
-        return config.default_configuration()
-    return config.load_config(path)
+        return config.default_configuration(plugins=registry.catalog())
+    return config.load_config(path, plugins=registry.catalog())
+
+
+def _warn_broken(cfg: config.DeschedulerConfiguration, registry: framework.Registry) -> None:
+    """Say at once which profiles a broken plugin will keep from running."""
+    broken = registry.broken()
+    for profile in cfg.profiles:
+        for name in dict.fromkeys(
+            n for point in config.ExtensionPoint for n in profile.enabled(point)
+        ):
+            if name in broken:
+                click.echo(
+                    f"warning: profile {profile.name} will not run: plugin {name} is broken:"
+                    f" {broken[name]}",
+                    err=True,
+                )
 
 
 def _report(error: config.ConfigError) -> None:
@@ -119,12 +174,14 @@ def main(
     verbose: int,
 ) -> None:
     """Run the nodeqos descheduler (koord-descheduler compatible)."""
+    session = _session(ctx)
     try:
-        loaded = _load(config_file)
+        loaded = _load(config_file, session.registry)
     except config.ConfigError as error:
         _report(error)
         ctx.exit(EXIT_CONFIG)
-    ctx.obj = loaded if config_file is not None else None
+    session.config = loaded if config_file is not None else None
+    _warn_broken(loaded, session.registry)
     if write_config_to is not None:
         text = config.dump_config(loaded)
         if str(write_config_to) == "-":
@@ -156,7 +213,7 @@ def main(
             loaded,
             options,
             CollectorRegistry(),
-            plugins.registry(),
+            session.registry,
             addresses=listen_addresses(config_file, loaded, options),
         )
     except app.StartupError as err:
@@ -265,10 +322,11 @@ def simulate_command(
 ) -> None:
     """Explain one descheduling cycle over a snapshot file; evicts nothing."""
     _logging(verbose, quiet_default=True)
-    cfg = ctx.obj
+    session = _session(ctx)
+    cfg = session.config
     if config_file is not None:
         try:
-            cfg = config.load_config(config_file)
+            cfg = config.load_config(config_file, plugins=session.registry.catalog())
         except config.ConfigError as error:
             _report(error)
             ctx.exit(EXIT_CONFIG)
@@ -279,7 +337,7 @@ def simulate_command(
     except snapshotfile.SnapshotError as err:
         _fail(ctx, "unusable snapshot", err.problems)
     try:
-        result = simulate.run(cfg, loaded.source, plugins.registry(), now=now)
+        result = simulate.run(cfg, loaded.source, session.registry, now=now)
     except framework.StartupError as err:
         _fail(ctx, "cannot start", err.problems)
     if output == "json":

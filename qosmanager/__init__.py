@@ -7,8 +7,9 @@ The agent composes it like this (names are this package's public surface):
     api = qosmanager.KubeEvictionAPI(client, events.Recorder(client, "nodeqos-agent", node))
     evictor = qosmanager.Evictor(api, metrics=metrics)
     handle = qosmanager.Handle(fs=fs, executor=executor, evictor=evictor, metrics=metrics)
-    registry = qosmanager.builtin_registry(handle)  # or (): bind_handle(registry, handle) later
+    registry = qosmanager.plugin_registry()        # built-ins + installed entry points, unbound
     qosmanager.register_qos_ext_plugin(registry, "MyPlugin", FeatureSpec(default=False), plugin)
+    qosmanager.bind_handle(registry, handle)       # once the host paths are parsed
     cli_params = registry.click_params()           # the plugins' flags + --qos-extension-plugins
     ...                                            # after parsing:
     manager = qosmanager.Manager(
@@ -22,9 +23,12 @@ The agent composes it like this (names are this package's public surface):
     qosmanager.stop_on_sigterm(stop); manager.wait()
 
 Plugins see the node through `States` and report through `Health`; both are
-Protocols the agent implements. See README.md, "Writing a QoS plugin".
+Protocols the agent implements. Out-of-tree plugins are packages declaring an
+entry point in group `QOS_PLUGIN_GROUP` (`nodeqos.agent.qos_plugins`); see
+`qosmanager.discovery` and README.md, "Writing a plugin".
 """
 
+from qosmanager.discovery import GROUP as QOS_PLUGIN_GROUP
 from qosmanager.evictor import (
     Decision,
     EvictionAPI,
@@ -54,10 +58,12 @@ from qosmanager.framework import (
 )
 from qosmanager.metrics import QoSMetrics
 from qosmanager.plugins import Handle, PeriodicStrategy, bind_handle, builtin_registry
+from qosmanager.plugins import registry as plugin_registry
 from qosmanager.states import ContainerMeta, Health, PodMeta, States
 
 __all__ = [
     "BUILTIN_FEATURES",
+    "QOS_PLUGIN_GROUP",
     "Backoff",
     "ClaimRefused",
     "ContainerMeta",
@@ -86,6 +92,7 @@ __all__ = [
     "SyncTimeout",
     "bind_handle",
     "builtin_registry",
+    "plugin_registry",
     "register_qos_ext_plugin",
     "stop_on_sigterm",
 ]

@@ -77,6 +77,12 @@ BUILTIN_FEATURES: tuple[Feature, ...] = (
 )
 
 
+def builtin_spec(name: str) -> FeatureSpec:
+    """The FeatureSpec a built-in strategy's package exports, from `BUILTIN_FEATURES`."""
+    (feature,) = (f for f in BUILTIN_FEATURES if f.name == name)
+    return FeatureSpec(feature.default, feature.stage, feature.description)
+
+
 class GateSet(Protocol):
     """What the manager asks of a gate set (a `FeatureGates`, or a test's fake)."""
 

@@ -90,10 +90,11 @@ class Registration:
 class PluginRegistry:
     """The plugins of one agent, by name; registering a taken name raises ValueError."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_broken", "_entries")
 
     def __init__(self) -> None:
         self._entries: dict[str, Registration] = {}
+        self._broken: dict[str, str] = {}
 
     def register(
         self,
@@ -106,11 +107,23 @@ class PluginRegistry:
         """Add `plugin` under the gate `name` (an extension plugin unless `builtin`)."""
         if not name:
             raise ValueError("a QoS plugin needs a name")
-        if name in self._entries:
+        if name in self._entries or name in self._broken:
             raise ValueError(f"QoS plugin {name!r} is already registered")
         entry = Registration(name, features.Feature.of(name, feature_spec), plugin, builtin)
         self._entries[name] = entry
         return entry
+
+    def register_broken(self, name: str, error: str) -> None:
+        """Record a plugin that cannot be loaded (replacing any plugin of that name).
+
+        It runs nowhere and declares no flags; enabling it is an error saying `error`.
+        """
+        self._entries.pop(name, None)
+        self._broken[name] = error
+
+    def broken(self) -> dict[str, str]:
+        """Name → error of every plugin that could not be loaded."""
+        return dict(self._broken)
 
     def __iter__(self) -> Iterator[Registration]:
         return iter(tuple(self._entries.values()))
@@ -134,11 +147,19 @@ class PluginRegistry:
         return tuple(sorted((e.feature for e in self if not e.builtin), key=lambda f: f.name))
 
     def extension_gates(self, flag_value: str | dict[str, bool] = "") -> features.FeatureGates:
-        """Extension gates from the flag's value; unknown names raise ValueError."""
+        """Extension gates from the flag's value; unknown names raise ValueError.
+
+        Turning a broken plugin on raises ValueError saying why it is broken;
+        turning it off is allowed (and means nothing).
+        """
         overrides = (
             features.parse_gate_map(flag_value) if isinstance(flag_value, str) else flag_value
         )
-        return features.FeatureGates(self.extension_features(), overrides)
+        for name, on in overrides.items():
+            if on and name in self._broken:
+                raise ValueError(f"QoS plugin {name!r} cannot be enabled: {self._broken[name]}")
+        wanted = {name: on for name, on in overrides.items() if name not in self._broken}
+        return features.FeatureGates(self.extension_features(), wanted)
 
     def click_params(self) -> list[click.Parameter]:
         """Every plugin's flags plus `--qos-extension-plugins`; a flag declared twice raises."""

@@ -6,11 +6,14 @@ unchanged into one typed, fully defaulted `DeschedulerConfiguration`, and writes
 it back (`dump_config`). Called by the CLI and the framework; plugins build their
 Args from `fields`, `codecs`, `common` and `selectors`.
 
-    config = load_config(pathlib.Path("descheduler.yaml"))   # raises ConfigError
-    config.profiles[0].args("LowNodeLoad")
+    registry = plugins.registry()                       # descheduler.plugins
+    config = load_config(pathlib.Path("descheduler.yaml"), plugins=registry.catalog())
+    config.profiles[0].args("LowNodeLoad")              # ConfigError lists every problem
+
+The loader is always handed the plugin catalog; it never imports the plugins.
 """
 
-from descheduler.config.catalog import ExtensionPoint, PluginSpec
+from descheduler.config.catalog import ENTRY_POINT_GROUP, ExtensionPoint, PluginSpec
 from descheduler.config.common import IncludeExclude, IntOrPercent, Namespaces, PriorityThreshold
 from descheduler.config.errors import ConfigError, FieldError, FieldPath
 from descheduler.config.fields import API_VERSION, PluginArgs
@@ -32,6 +35,7 @@ from descheduler.config.model import (
 
 __all__ = [
     "API_VERSION",
+    "ENTRY_POINT_GROUP",
     "ClientConnection",
     "ConfigError",
     "ConfigKind",

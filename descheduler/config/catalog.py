@@ -1,10 +1,11 @@
 """What the loader must know about each plugin: its name, Args type and extension points.
 
-The plugin packages under `descheduler.plugins` declare `NAME`, `Args` and
-`EXTENSION_POINTS`; `descheduler.plugins.in_tree()` gathers them into a catalog the
-loader checks profiles against. The config package never imports the plugins
-itself, so the catalog is passed in (the framework's Registry extends these specs
-with factories).
+The plugin packages (in-tree under `descheduler.plugins`, out-of-tree anywhere,
+found through the `ENTRY_POINT_GROUP` entry points) declare `NAME`, `Args` and
+`EXTENSION_POINTS`; the framework's Registry gathers them and hands the loader
+its `catalog()` to check profiles against. The config package never imports a
+plugin itself (as upstream descheduler keeps its API types free of plugin
+imports): the catalog is always passed in.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from descheduler.config import fields
+
+# Where a package declares its descheduler plugins (README.md, "Writing a plugin").
+ENTRY_POINT_GROUP = "nodeqos.descheduler.plugins"
 
 
 class ExtensionPoint(enum.StrEnum):

@@ -68,18 +68,14 @@ def parse_yaml(text: str, origin: str = "") -> object:
         raise ConfigError([FieldError(origin, f"invalid YAML: {err}")]) from err
 
 
-def _in_tree_plugins() -> Mapping[str, PluginSpec]:
-    # Imported here: the plugins' Args modules import this package.
-    from descheduler import plugins
-
-    return plugins.in_tree()
-
-
 def decode_configuration(
-    raw: object, *, plugins: Mapping[str, PluginSpec] | None = None
+    raw: object, *, plugins: Mapping[str, PluginSpec]
 ) -> DeschedulerConfiguration:
-    """Typed, defaulted and validated configuration from already-parsed YAML data."""
-    catalog = _in_tree_plugins() if plugins is None else plugins
+    """Typed, defaulted and validated configuration from already-parsed YAML data.
+
+    `plugins` is the catalog profiles are checked against (`Registry.catalog()`).
+    """
+    catalog = plugins
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -120,12 +116,13 @@ def decode_configuration(
 
 
 def load_config(
-    source: str | os.PathLike[str], *, plugins: Mapping[str, PluginSpec] | None = None
+    source: str | os.PathLike[str], *, plugins: Mapping[str, PluginSpec]
 ) -> DeschedulerConfiguration:
     """Load a configuration from a file (`pathlib.Path`) or from YAML text (`str`).
 
-    `plugins` is the catalog profiles are checked against; the in-tree plugins by
-    default. Raises `ConfigError` listing every problem.
+    `plugins` is the catalog profiles are checked against (`Registry.catalog()`
+    of `descheduler.plugins.registry()`). Raises `ConfigError` listing every
+    problem.
     """
     origin = ""
     if isinstance(source, os.PathLike):
@@ -142,7 +139,7 @@ def load_config(
 
 
 def default_configuration(
-    kind: ConfigKind = ConfigKind.KOORDINATOR, *, plugins: Mapping[str, PluginSpec] | None = None
+    kind: ConfigKind = ConfigKind.KOORDINATOR, *, plugins: Mapping[str, PluginSpec]
 ) -> DeschedulerConfiguration:
     """What an empty file of `kind` means."""
     return decode_configuration(

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from descheduler.config import fields, selectors
-from descheduler.config.catalog import POINT_KEYS, ExtensionPoint, PluginSpec
+from descheduler.config.catalog import ENTRY_POINT_GROUP, POINT_KEYS, ExtensionPoint, PluginSpec
 from descheduler.config.codecs import describe
 from descheduler.config.errors import Errors, FieldPath, Invalid, Reported
 from descheduler.config.model import DEFAULT_PLUGINS, ConfigKind, Profile
@@ -128,7 +128,11 @@ def _decode_profile(
 
 
 def _unknown_plugin(name: str, catalog: Mapping[str, PluginSpec]) -> str:
-    return f'unknown plugin "{name}"; known plugins: {", ".join(sorted(catalog))}'
+    return (
+        f'unknown plugin "{name}"; known plugins: {", ".join(sorted(catalog))}'
+        f" (an out-of-tree plugin must be installed in the descheduler's environment,"
+        f' its package declaring an entry point "{name}" in group "{ENTRY_POINT_GROUP}")'
+    )
 
 
 def _decode_plugins(

@@ -1,6 +1,6 @@
 """The descheduler framework: registry, profiles, snapshot, evictor proxy, runner.
 
-    registry = plugins.registry()                      # the in-tree plugins
+    registry = plugins.registry()                      # in-tree + installed entry points
     cfg = config.load_config(path, plugins=registry.catalog())
     runner = framework.Runner.from_config(cfg, registry, source=..., backend=..., metrics=...)
     report = runner.run_once()                          # a CycleReport
@@ -8,6 +8,9 @@
 Plugins implement the extension-point Protocols (`interfaces`), are built by a
 factory `(args, handle) -> plugin`, and reach the cluster only through the
 `Snapshot` they are given and the `Handle` (evictor proxy, decisions, clock).
+`discovery` turns entry points (group `nodeqos.descheduler.plugins`) and plugin
+modules into Registry entries; a plugin that cannot be loaded is kept as a
+broken entry, which costs only the profiles that enable it.
 """
 
 from descheduler.framework.cycle import Decisions

@@ -12,6 +12,13 @@ where it applies, the extension point:
 - a factory refusing its Args (it raises ValueError);
 - more than one plugin at the evict point (Koordinator's rule), or any plugin
   at preSort/sort (no in-tree plugin serves them; the framework runs neither).
+
+A plugin that is broken rather than misconfigured - its entry point could not
+be loaded (`discovery`), or its factory raised anything but ValueError - is
+isolated like a plugin call that raises (STYLE.md): its profile is left out
+and recorded as a `PluginFailure` naming plugin, profile and error, and the
+other profiles run. Only when that leaves no profile at all is it a
+`StartupError`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from descheduler.framework.interfaces import (
 )
 from descheduler.framework.metrics import Metrics
 from descheduler.framework.registry import Registry, RegistryError
+from descheduler.framework.report import PluginFailure
 from kube import events, rest, selectors
 
 _UNSUPPORTED = (ExtensionPoint.PRE_SORT, ExtensionPoint.SORT)
@@ -64,6 +72,14 @@ class ProfileRuntime:
     controllers: tuple[tuple[str, ControllerPlugin], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Built:
+    """The profiles that run, and the broken plugins that kept the others out."""
+
+    profiles: tuple[ProfileRuntime, ...]
+    disabled: tuple[PluginFailure, ...] = ()
+
+
 def build_profiles(
     profiles: tuple[config.Profile, ...],
     registry: Registry,
@@ -74,23 +90,30 @@ def build_profiles(
     clock: Clock,
     client: rest.Rest | None = None,
     recorder: events.Recorder | None = None,
-) -> tuple[ProfileRuntime, ...]:
+) -> Built:
     """Every profile built, or one StartupError listing every problem.
 
     `client` and `recorder` reach plugins through their Handle (None offline).
+    A profile with a broken plugin is left out (`Built.disabled`); when no
+    profile is left, the broken plugins are the StartupError's problems.
     """
     problems: list[str] = []
+    broken: list[PluginFailure] = []
     built = []
     for position, profile in enumerate(profiles):
         where = f"profiles[{position}] ({profile.name})"
         runtime = _build(
-            profile, registry, where, problems, core, cell, metrics, clock, client, recorder
+            profile, registry, where, problems, broken, core, cell, metrics, clock, client, recorder
         )
         if runtime is not None:
             built.append(runtime)
+    if not problems and profiles and not built:
+        problems = [f"profile {f.profile}: plugin {f.plugin} is broken: {f.error}" for f in broken]
     if problems:
         raise StartupError(problems)
-    return tuple(built)
+    for failure in broken:
+        metrics.plugin_errors.labels(failure.plugin, failure.profile).inc()
+    return Built(tuple(built), tuple(broken))
 
 
 def _build(
@@ -98,6 +121,7 @@ def _build(
     registry: Registry,
     where: str,
     problems: list[str],
+    broken: list[PluginFailure],
     core: EvictionCore,
     cell: CycleCell,
     metrics: Metrics,
@@ -117,7 +141,7 @@ def _build(
         client=client,
         recorder=recorder,
     )
-    before = len(problems)
+    before, broken_before = len(problems), len(broken)
     instances: dict[str, object] = {}
     failed: set[str] = set()
     for point in ExtensionPoint:
@@ -130,7 +154,7 @@ def _build(
             if name in failed:
                 continue
             if name not in instances:
-                plugin = _instantiate(profile, registry, name, handle, where, problems)
+                plugin = _instantiate(profile, registry, name, handle, where, problems, broken)
                 if plugin is None:
                     failed.add(name)
                     continue
@@ -147,7 +171,7 @@ def _build(
             f"{where}: only one plugin may be enabled at the evict extension point "
             f"(found {', '.join(evict_plugins)})"
         )
-    if len(problems) > before:
+    if len(problems) > before or len(broken) > broken_before:
         return None
 
     def plugins(point: ExtensionPoint) -> list[tuple[str, Any]]:
@@ -182,11 +206,15 @@ def _instantiate(
     handle: Handle,
     where: str,
     problems: list[str],
+    broken: list[PluginFailure],
 ) -> object | None:
     try:
         entry = registry.entry(name)
     except RegistryError as err:
         problems.append(f"{where}: {err}")
+        return None
+    if entry.error is not None:
+        broken.append(PluginFailure(name, profile.name, "load", entry.error))
         return None
     if entry.factory is None:
         problems.append(f"{where}: plugin {name} is not implemented yet")
@@ -198,4 +226,8 @@ def _instantiate(
         return entry.factory(args, handle)
     except ValueError as err:  # the factory's way of refusing its Args
         problems.append(f"{where}: plugin {name}: {err}")
+        return None
+    except Exception as err:  # a broken plugin: isolated, its profile left out
+        detail = f"factory raised {type(err).__name__}: {err}"
+        broken.append(PluginFailure(name, profile.name, "factory", detail))
         return None

@@ -4,12 +4,15 @@ A factory builds a plugin from its decoded Args and the profile's Handle:
 
     def factory(args: PluginArgs, handle: Handle) -> MyPlugin
 
-`descheduler.plugins.registry()` is the one list of in-tree plugins; a plugin
-whose logic is not written yet is registered without a factory, so its config
-still loads while starting a profile that enables it fails, naming it. Tests
-and embedders build their own Registry (registering a taken name raises, as
-pluggy's `PluginManager.register` does); `catalog()` feeds the config loader so
-a test plugin's name and Args load like an in-tree one's.
+`descheduler.plugins.registry()` builds one from the in-tree plugins, the
+installed entry points and an embedder's extra plugins (`framework.discovery`).
+A plugin whose logic is not written yet is registered without a factory, so its
+config still loads while starting a profile that enables it fails, naming it. A
+plugin that could not be loaded is registered broken (`register_broken`): its
+name is known, its `error` says why, and a profile that enables it is left out
+at start-up. Tests and embedders build their own Registry (registering a taken
+name raises, as pluggy's `PluginManager.register` does); `catalog()` feeds the
+config loader so a test plugin's name and Args load like an in-tree one's.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class RegistryError(ValueError):
 class Entry:
     spec: PluginSpec
     factory: Factory | None = None
+    error: str | None = None  # why a broken plugin could not be loaded
 
     @property
     def name(self) -> str:
@@ -59,6 +63,20 @@ class Registry:
         if name in self._entries:
             raise RegistryError(f"plugin name {name!r} is already registered")
         self._entries[name] = Entry(PluginSpec(name, args, extension_points), factory)
+
+    def register_broken(self, name: str, error: str, *, args: type[PluginArgs]) -> None:
+        """Record a plugin that cannot be loaded (replacing any entry of that name).
+
+        `args` decodes its pluginConfig without checking it (the plugin's own
+        Args type is not available); every extension point is allowed, so the
+        config loads and the start-up report names the real problem.
+        """
+        spec = PluginSpec(name, args, frozenset(ExtensionPoint))
+        self._entries[name] = Entry(spec, None, error)
+
+    def broken(self) -> dict[str, str]:
+        """Name → error of every plugin that could not be loaded."""
+        return {name: e.error for name, e in self._entries.items() if e.error is not None}
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

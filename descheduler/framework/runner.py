@@ -66,8 +66,19 @@ class Runner:
         clock: Clock = utc_now,
         node_selector: selectors.LabelSelector | None = None,
         timer: Callable[[], float] = time.perf_counter,
+        disabled: Sequence[PluginFailure] = (),
     ) -> None:
         self.profiles = tuple(profiles)
+        # Profiles left out at start-up for a broken plugin: every report lists them.
+        self.disabled = tuple(disabled)
+        for failure in self.disabled:
+            log.error(
+                "profile %s is not run: plugin %s is broken (%s): %s",
+                failure.profile,
+                failure.plugin,
+                failure.extension_point,
+                failure.error,
+            )
         self._source = source
         self._core = core
         self._metrics = metrics
@@ -108,7 +119,7 @@ class Runner:
             dry_run=cfg.dry_run,
             clock=clock,
         )
-        profiles = build_profiles(
+        built = build_profiles(
             cfg.profiles,
             registry,
             core=core,
@@ -119,7 +130,8 @@ class Runner:
             recorder=recorder,
         )
         return cls(
-            profiles,
+            built.profiles,
+            disabled=built.disabled,
             source=source,
             core=core,
             metrics=metrics,
@@ -176,7 +188,7 @@ class Runner:
             skipped=tuple(cycle.log.skipped),
             notes=tuple(cycle.log.notes),
             projections=snapshot.projections(),
-            failures=tuple(cycle.log.failures),
+            failures=(*self.disabled, *cycle.log.failures),
         )
         log.info(
             "%scycle done in %.3fs: %d evicted, %d passed over, %d plugin errors",

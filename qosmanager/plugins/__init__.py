@@ -1,4 +1,11 @@
-"""The built-in QoS strategies and `builtin_registry`, the one list of them.
+"""The built-in QoS strategies (`IN_TREE`) and `registry()`, every QoS plugin the agent runs.
+
+Each built-in package exports the QoS plugin surface an out-of-tree plugin
+exports too (`NAME`, `FEATURE`, `factory`; `qosmanager.discovery`), and
+`registry()` loads the built-ins, the installed entry points of group
+`nodeqos.agent.qos_plugins` and an embedder's extra plugins through the same
+path. `IN_TREE` is the table pyproject.toml declares as nodeqos's own entry
+points, kept here for a checkout whose installed metadata is stale.
 
 Each strategy is a plugin of the same framework as extension plugins, gated by
 Koordinator's gate name in the agent's `--feature-gates` (see
@@ -6,14 +13,17 @@ Koordinator's gate name in the agent's `--feature-gates` (see
 by its NodeSLO switch.
 
 Building is two-phase where the host is not known yet: the agent calls
-`builtin_registry()` before parsing its command line (the registry's flags are
+`registry()` before parsing its command line (the registry's flags are
 part of it), then `bind_handle(registry, handle)` once `--cgroup-root` and
 the rest are parsed.
 """
 
 from __future__ import annotations
 
-from qosmanager import features, framework
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from qosmanager import discovery, features, framework
 from qosmanager.plugins.base import Handle, PeriodicStrategy
 from qosmanager.plugins.cgreconcile import CgroupReconcile
 from qosmanager.plugins.cpuburst import CPUBurst
@@ -23,6 +33,7 @@ from qosmanager.plugins.memoryevict import MemoryEvict
 from qosmanager.plugins.sysconfig import SystemConfig
 
 __all__ = [
+    "IN_TREE",
     "CPUBurst",
     "CPUEvict",
     "CPUSuppress",
@@ -33,16 +44,27 @@ __all__ = [
     "SystemConfig",
     "bind_handle",
     "builtin_registry",
+    "registry",
 ]
 
-_BUILTINS: tuple[type[PeriodicStrategy], ...] = (
-    CPUSuppress,
-    CPUBurst,
-    CPUEvict,
-    MemoryEvict,
-    CgroupReconcile,
-    SystemConfig,
+# name → module; the same lines as [project.entry-points."nodeqos.agent.qos_plugins"].
+IN_TREE: Mapping[str, str] = MappingProxyType(
+    {
+        features.BE_CPU_SUPPRESS: "qosmanager.plugins.cpusuppress",
+        features.CPU_BURST: "qosmanager.plugins.cpuburst",
+        features.BE_CPU_EVICT: "qosmanager.plugins.cpuevict",
+        features.BE_MEMORY_EVICT: "qosmanager.plugins.memoryevict",
+        features.CGROUP_RECONCILE: "qosmanager.plugins.cgreconcile",
+        features.SYSTEM_CONFIG: "qosmanager.plugins.sysconfig",
+    }
 )
+
+
+def registry(extra: Iterable[object] = (), *, installed: bool = True) -> framework.PluginRegistry:
+    """A fresh registry: the built-ins, the installed QoS plugins (unless `installed` is
+    False) and the `extra` plugin objects, all unbound (`bind_handle` gives them a Handle).
+    """
+    return discovery.registry(IN_TREE, extra, entry_points=None if installed else ())
 
 
 def builtin_registry(handle: Handle | None = None) -> framework.PluginRegistry:
@@ -51,13 +73,10 @@ def builtin_registry(handle: Handle | None = None) -> framework.PluginRegistry:
     Without `handle` the strategies are unbound: `bind_handle` must give them
     one before the manager sets them up.
     """
-    table = {f.name: f for f in features.BUILTIN_FEATURES}
-    registry = framework.PluginRegistry()
-    for strategy in _BUILTINS:
-        feature = table[strategy.name]
-        spec = features.FeatureSpec(feature.default, feature.stage, feature.description)
-        registry.register(strategy.name, spec, strategy(handle), builtin=True)
-    return registry
+    found = registry(installed=False)
+    if handle is not None:
+        bind_handle(found, handle)
+    return found
 
 
 def bind_handle(registry: framework.PluginRegistry, handle: Handle) -> None:

@@ -224,7 +224,7 @@ def test_descheduler_configmap_loads_and_starts() -> None:
         for name, doc in documents()
         if name == "descheduler.yaml" and doc["kind"] == "ConfigMap"
     )
-    loaded = config.load_config(configmap["data"]["descheduler.yaml"])
+    loaded = config.load_config(configmap["data"]["descheduler.yaml"], plugins=plugins.in_tree())
     assert loaded.leader_election.resource_namespace == "nodeqos-system"
     framework.Runner.from_config(
         loaded,

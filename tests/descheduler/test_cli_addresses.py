@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from descheduler import app, cli, config
+from descheduler.plugins import in_tree
 
 HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
 
@@ -44,4 +45,6 @@ def test_listen_addresses(
 ) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(HEAD + body)
-    assert cli.listen_addresses(path, config.load_config(path), options) == expected
+    assert (
+        cli.listen_addresses(path, config.load_config(path, plugins=in_tree()), options) == expected
+    )

@@ -10,6 +10,7 @@ import click
 from click.testing import CliRunner
 
 from descheduler import cli, config
+from descheduler.plugins import in_tree
 
 FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "descheduler"
 INVALID_PATHS = (
@@ -69,18 +70,22 @@ def test_write_config_to_writes_a_file_that_loads_equal(tmp_path: pathlib.Path) 
         cli.main, ["--config", str(source), "--write-config-to", str(target)]
     )
     assert result.exit_code == 0, result.output
-    assert config.load_config(target) == config.load_config(source)
+    assert config.load_config(target, plugins=in_tree()) == config.load_config(
+        source, plugins=in_tree()
+    )
 
 
 def test_write_config_to_stdout_without_config_writes_defaults() -> None:
     """With no --config, the defaults are written ('-' is stdout)."""
     result = CliRunner().invoke(cli.main, ["--write-config-to", "-"])
     assert result.exit_code == 0
-    assert config.load_config(result.stdout) == config.default_configuration()
+    assert config.load_config(result.stdout, plugins=in_tree()) == config.default_configuration(
+        plugins=in_tree()
+    )
 
 
 def test_subcommands_receive_the_loaded_configuration() -> None:
-    """A subcommand (simulate, later) finds the configuration in the click context."""
+    """A subcommand (simulate) finds the loaded configuration and the plugins in the click context."""
     seen: list[object] = []
 
     @click.command("probe")
@@ -97,8 +102,10 @@ def test_subcommands_receive_the_loaded_configuration() -> None:
         cli.main.commands.pop("probe")
     assert result.exit_code == 0, result.output
     assert "configuration OK" not in result.output
-    (loaded,) = seen
-    assert isinstance(loaded, config.DeschedulerConfiguration)
+    (session,) = seen
+    assert isinstance(session, cli.Session)
+    assert isinstance(session.config, config.DeschedulerConfiguration)
+    assert "LowNodeLoad" in session.registry
 
 
 def test_real_process_exits_2_and_lists_paths() -> None:

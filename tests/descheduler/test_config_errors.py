@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from descheduler import config
+from descheduler.plugins import in_tree
 
 KOORD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
 
@@ -14,7 +15,7 @@ KOORD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
 def problems(text: str) -> list[str]:
     """The `path: message` lines of the ConfigError raised for `text`."""
     with pytest.raises(config.ConfigError) as caught:
-        config.load_config(textwrap.dedent(text))
+        config.load_config(textwrap.dedent(text), plugins=in_tree())
     assert str(caught.value) == "\n".join(str(error) for error in caught.value.errors)
     return [str(error) for error in caught.value.errors]
 
@@ -308,7 +309,7 @@ def test_missing_file_is_one_clear_error(tmp_path: object) -> None:
     assert isinstance(tmp_path, pathlib.Path)
     missing = tmp_path / "absent.yaml"
     with pytest.raises(config.ConfigError) as caught:
-        config.load_config(missing)
+        config.load_config(missing, plugins=in_tree())
     assert [str(error) for error in caught.value.errors] == [f"{missing}: no such file"]
 
 

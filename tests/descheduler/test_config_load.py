@@ -10,7 +10,7 @@ import pytest
 
 from descheduler import config
 from descheduler.config import ConfigKind, ExtensionPoint, IntOrPercent
-from descheduler.plugins import lownodeload, migrationcontroller
+from descheduler.plugins import in_tree, lownodeload, migrationcontroller
 from descheduler.plugins.defaultevictor import args as defaultevictor_args
 from descheduler.plugins.lownodeutilization import args as lownodeutilization_args
 from descheduler.plugins.migrationcontroller import args as migration_args
@@ -20,17 +20,17 @@ FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "descheduler"
 
 
 def load(text: str) -> config.DeschedulerConfiguration:
-    return config.load_config(textwrap.dedent(text))
+    return config.load_config(textwrap.dedent(text), plugins=in_tree())
 
 
 @pytest.fixture(scope="module")
 def koordinator() -> config.DeschedulerConfiguration:
-    return config.load_config(FIXTURES / "koordinator-lownodeload.yaml")
+    return config.load_config(FIXTURES / "koordinator-lownodeload.yaml", plugins=in_tree())
 
 
 @pytest.fixture(scope="module")
 def upstream() -> config.DeschedulerConfiguration:
-    return config.load_config(FIXTURES / "upstream-policy.yaml")
+    return config.load_config(FIXTURES / "upstream-policy.yaml", plugins=in_tree())
 
 
 def test_koordinator_top_level(koordinator: config.DeschedulerConfiguration) -> None:
@@ -173,7 +173,7 @@ def test_empty_koordinator_config_is_the_koordinator_default() -> None:
     assert loaded.client_connection.qps == 50.0
     assert loaded.client_connection.burst == 100
     assert loaded.healthz_bind_address == "0.0.0.0:10251"
-    assert loaded == config.default_configuration()
+    assert loaded == config.default_configuration(plugins=in_tree())
 
 
 def test_upstream_policy_without_profiles_has_none() -> None:
@@ -253,7 +253,7 @@ def test_top_level_node_selector_mapping_form() -> None:
 def test_eviction_caps_are_on_by_default() -> None:
     """Safe defaults: 5 per node and 20 per cycle, per namespace unset (unlimited)."""
     for kind in ConfigKind:
-        loaded = config.default_configuration(kind)
+        loaded = config.default_configuration(kind, plugins=in_tree())
         assert loaded.max_pods_to_evict_per_node == 5
         assert loaded.max_pods_to_evict_total == 20
         assert loaded.max_pods_to_evict_per_namespace is None
@@ -287,7 +287,8 @@ def test_upstream_policy_gets_default_evictor_at_every_evictor_point() -> None:
 def test_explicit_eviction_caps(written: str, per_node: int, total: int) -> None:
     """Any value is allowed; 0 evicts nothing (as upstream), null keeps the default."""
     loaded = config.load_config(
-        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n" + written
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n" + written,
+        plugins=in_tree(),
     )
     assert loaded.max_pods_to_evict_per_node == per_node
     assert loaded.max_pods_to_evict_total == total

@@ -64,6 +64,8 @@ def test_loader_checks_against_the_catalog_it_is_given() -> None:
         config.load_config(text, plugins=only)
     assert [str(error) for error in caught.value.errors] == [
         'profiles[0].plugins.balance.enabled[1]: unknown plugin "RemoveDuplicates"; known plugins: LowNodeLoad'
+        " (an out-of-tree plugin must be installed in the descheduler's environment, its package"
+        ' declaring an entry point "RemoveDuplicates" in group "nodeqos.descheduler.plugins")'
     ]
 
 

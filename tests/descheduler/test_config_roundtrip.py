@@ -25,17 +25,17 @@ FIXTURES = pathlib.Path(__file__).parent.parent / "fixtures" / "descheduler"
 )
 def test_fixture_round_trips(name: str) -> None:
     """Load, write, load again: the two objects are equal."""
-    loaded = config.load_config(FIXTURES / name)
+    loaded = config.load_config(FIXTURES / name, plugins=in_tree())
     written = config.dump_config(loaded)
-    assert config.load_config(written) == loaded
-    assert config.dump_config(config.load_config(written)) == written
+    assert config.load_config(written, plugins=in_tree()) == loaded
+    assert config.dump_config(config.load_config(written, plugins=in_tree())) == written
 
 
 @pytest.mark.parametrize("kind", list(ConfigKind), ids=[kind.value for kind in ConfigKind])
 def test_defaults_round_trip(kind: ConfigKind) -> None:
     """The default configuration of each kind survives a round trip."""
-    default = config.default_configuration(kind)
-    assert config.load_config(config.dump_config(default)) == default
+    default = config.default_configuration(kind, plugins=in_tree())
+    assert config.load_config(config.dump_config(default), plugins=in_tree()) == default
 
 
 def test_every_plugin_with_every_field_round_trips() -> None:
@@ -99,8 +99,8 @@ def test_every_plugin_with_every_field_round_trips() -> None:
           - name: RemoveFailedPods
             args: {reasons: [OOMKilled], minPodLifetimeSeconds: 0, exitCodes: [1]}
         """)
-    loaded = config.load_config(text)
-    again = config.load_config(config.dump_config(loaded))
+    loaded = config.load_config(text, plugins=in_tree())
+    again = config.load_config(config.dump_config(loaded), plugins=in_tree())
     assert again == loaded
     assert set(again.profiles[0].plugin_config) >= set(in_tree()) - {
         "RemoveDuplicates",
@@ -112,7 +112,7 @@ def test_every_plugin_with_every_field_round_trips() -> None:
 
 def test_written_file_is_plain_yaml_with_every_default() -> None:
     """The written YAML names apiVersion/kind on the document and on every args block."""
-    data = yaml.safe_load(config.dump_config(config.default_configuration()))
+    data = yaml.safe_load(config.dump_config(config.default_configuration(plugins=in_tree())))
     assert data["apiVersion"] == "descheduler/v1alpha2"
     assert data["deschedulingInterval"] == "0s"
     assert data["maxNoOfPodsToEvictPerNode"] == 5
@@ -130,9 +130,10 @@ def test_disabled_defaults_stay_disabled_after_round_trip() -> None:
     """A point emptied with disabled "*" is written so that reloading keeps it empty."""
     loaded = config.load_config(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
-        "profiles:\n- name: p\n  plugins:\n    filter:\n      disabled: [{name: '*'}]\n"
+        "profiles:\n- name: p\n  plugins:\n    filter:\n      disabled: [{name: '*'}]\n",
+        plugins=in_tree(),
     )
-    assert config.load_config(config.dump_config(loaded)) == loaded
+    assert config.load_config(config.dump_config(loaded), plugins=in_tree()) == loaded
 
 
 def test_args_to_mapping_round_trips_through_from_mapping() -> None:

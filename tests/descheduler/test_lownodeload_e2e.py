@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler import config, evictions, framework, plugins
 from descheduler.framework import Reason
+from descheduler.plugins import in_tree
 from kube import controlplane, events, localcluster, rest
 from tests import builders
 
@@ -207,7 +208,7 @@ def test_in_process_cycle_reports_pdb_blocked_then_evicts(
     cluster: Cluster, control_plane: controlplane.ControlPlane, tmp_path: Path
 ) -> None:
     """Wired as the daemon wires it: web-0 pdb_blocked (429), a1200 evicted; projections 2500/1600m."""
-    cfg = config.load_config(config_file(tmp_path, cluster.namespace))
+    cfg = config.load_config(config_file(tmp_path, cluster.namespace), plugins=in_tree())
     client = rest.Rest.from_kubeconfig(control_plane.kubeconfig)
     source = framework.InformerSource(client).start()
     try:

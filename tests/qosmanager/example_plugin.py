@@ -56,9 +56,13 @@ class BEPodCounter:
             stop.wait(self.interval)
 
 
+# The surface the agent discovers through the entry point (qosmanager.discovery).
+FEATURE = qosmanager.FeatureSpec(default=False, description="count best-effort pods")
+factory = BEPodCounter
+
+
 def register(registry: qosmanager.PluginRegistry) -> BEPodCounter:
-    """Add the plugin to the agent's registry, off unless enabled by its gate."""
-    plugin = BEPodCounter()
-    spec = qosmanager.FeatureSpec(default=False, description="count best-effort pods")
-    qosmanager.register_qos_ext_plugin(registry, NAME, spec, plugin)
+    """Add the plugin to a registry by hand, off unless enabled by its gate."""
+    plugin = factory()
+    qosmanager.register_qos_ext_plugin(registry, NAME, FEATURE, plugin)
     return plugin

@@ -1,4 +1,4 @@
-"""README's "Writing a QoS plugin": the shown code is the tested example, and it works."""
+"""README's "Writing a plugin", "A QoS plugin": the shown code is the tested example, and it works."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def readme_example() -> str:
     """The first python block of the README section."""
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Writing a QoS plugin", 1)[1]
+    section = readme.split("### A QoS plugin", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None, "the section has no python block"
     return block.group(1)

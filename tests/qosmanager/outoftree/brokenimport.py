@@ -1,0 +1,3 @@
+"""A QoS plugin package whose import fails (a missing dependency, say)."""
+
+raise ImportError("No module named 'somedependency'")
