@@ -316,10 +316,33 @@ class Pod:
         return next((o for o in self.owner_references if o.controller), None)
 
     @property
-    def is_daemonset_pod(self) -> bool:
-        """Whether a DaemonSet controls the pod."""
+    def workload_ref(self) -> OwnerReference | None:
+        """The owner that stands for the pod's workload: the controller, else the first owner.
+
+        One answer for every owner-based rule (duplicates' replica counts, the
+        cool-down, the snapshot's owner index), so a pod whose owners carry no
+        `controller: true` is still grouped with its siblings.
+        """
         ref = self.controller_ref
-        return ref is not None and ref.kind == "DaemonSet"
+        if ref is None and self.owner_references:
+            return self.owner_references[0]
+        return ref
+
+    @property
+    def is_daemonset_pod(self) -> bool:
+        """Whether any owner reference is a DaemonSet, controller or not.
+
+        Both references decide by kind alone (descheduler `utils.IsDaemonsetPod`,
+        Koordinator's evictor likewise): kube-controller-manager always sets
+        `controller`, but a hand-written or third-party owner reference may not,
+        and such a pod is still recreated on the node by its DaemonSet.
+        """
+        return any(ref.kind == "DaemonSet" for ref in self.owner_references)
+
+    @property
+    def is_bare(self) -> bool:
+        """A pod without any owner reference: nothing recreates it once evicted."""
+        return not self.owner_references
 
     @property
     def is_terminating(self) -> bool:

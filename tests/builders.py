@@ -82,6 +82,7 @@ def make_pod_dict(
     qos: KubeQOS | KoordQOS = KubeQOS.BURSTABLE,
     owner: str | None = "ReplicaSet",
     owner_name: str | None = None,
+    owner_controller: bool = True,
     priority: int | None = 0,
     priority_class_name: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -108,7 +109,8 @@ def make_pod_dict(
     """A v1.Pod as the API server returns it. `qos` shapes the resources:
     a KubeQOS sets requests/limits to produce it; a KoordQOS also sets the
     `koordinator.sh/qosClass` label (BE uses batch-cpu/batch-memory, as
-    Koordinator's colocated BE pods do)."""
+    Koordinator's colocated BE pods do). `owner_controller=False` leaves the
+    owner reference without `controller: true`, as hand-written ones may be."""
     all_labels = dict(labels or {})
     if isinstance(qos, KoordQOS) and qos is not KoordQOS.NONE:
         all_labels.setdefault(classify.LABEL_QOS_CLASS, qos.value)
@@ -131,8 +133,8 @@ def make_pod_dict(
                 "kind": owner,
                 "name": oname,
                 "uid": _uid(owner, namespace, oname),
-                "controller": True,
-                "blockOwnerDeletion": True,
+                "controller": owner_controller,
+                "blockOwnerDeletion": owner_controller,
             }
         ]
     if deleting is not None:

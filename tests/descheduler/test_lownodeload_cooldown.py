@@ -42,6 +42,15 @@ def test_pods_without_controller_are_never_cooled() -> None:
     assert cool_down.tracked == 0
 
 
+def test_owner_without_controller_flag_is_still_a_workload() -> None:
+    """Siblings sharing a non-controller owner reference cool down together."""
+    cool_down = CoolDown()
+    web_a = make_pod("web-a", owner_name="web", owner_controller=False)
+    cool_down.record(web_a, T0)
+    web_b = make_pod("web-b", owner_name="web", owner_controller=False)
+    assert cool_down.blocked_until(web_b, T0) == T0 + DEFAULT_PERIOD
+
+
 def test_fork_is_independent() -> None:
     """Recording on a fork leaves the original untouched (dry runs)."""
     cool_down = CoolDown(timedelta(minutes=1))

@@ -291,6 +291,18 @@ def test_every_candidate_gets_exactly_one_record() -> None:
     assert usage_cpu(report) == {"A": (3700, 2700), "B": (400, 1400)}
 
 
+def test_daemonset_owner_without_controller_flag_is_never_moved() -> None:
+    """A DaemonSet owner reference protects the pod even without `controller: true`."""
+    world = World(
+        {"A": {"ds": 1500, "a1000": 1000, "a900": 900, "a300": 300}, "B": {"b400": 400}},
+        pod_kw={"ds": {"owner": "DaemonSet", "owner_controller": False, "priority": -1}},
+    )
+    report = harness(world.source()).runner.run_once()
+    assert report.evicted_pods == ["default/a900"]
+    assert skips(report) == [("ds", "LowNodeLoad", Reason.FILTERED)]
+    assert report.skipped[0].detail == "DefaultEvictor: DaemonSet pod"
+
+
 def test_plugin_args_filters_are_recorded() -> None:
     """evictableNamespaces excludes a pod: a `filtered` skip saying so, and the next pod goes."""
     world = World(D1, pod_kw={"a1000": {"namespace": "kube-system"}})

@@ -64,9 +64,20 @@ class TestPodBasics:
         assert (pod.node_name, pod.priority, pod.start_time) == ("", None, None)
 
     def test_daemonset_pod_and_pods_without_owner(self) -> None:
-        """is_daemonset_pod follows the controller reference; no owner means no controller_ref."""
+        """is_daemonset_pod reads every owner reference; no owner means bare, no workload."""
         assert builders.make_pod("ds", owner="DaemonSet").is_daemonset_pod
-        assert builders.make_pod("bare", owner=None).controller_ref is None
+        loose = builders.make_pod("ds2", owner="DaemonSet", owner_controller=False)
+        assert loose.controller_ref is None
+        assert loose.is_daemonset_pod
+        assert not builders.make_pod("rs", owner="ReplicaSet").is_daemonset_pod
+        bare = builders.make_pod("bare", owner=None)
+        assert (bare.controller_ref, bare.workload_ref, bare.is_bare) == (None, None, True)
+
+    def test_workload_ref_falls_back_to_the_first_owner(self) -> None:
+        """Without a controller reference the first owner stands for the workload."""
+        pod = builders.make_pod("p", owner="ReplicaSet", owner_controller=False)
+        assert pod.workload_ref is not None
+        assert (pod.workload_ref.kind, pod.is_bare) == ("ReplicaSet", False)
 
     def test_annotations_are_kept_except_last_applied(self) -> None:
         """Arbitrary annotations stay readable; kubectl's manifest copy is dropped."""

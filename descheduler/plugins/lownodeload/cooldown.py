@@ -31,8 +31,8 @@ class CoolDown:
 
     @staticmethod
     def key(pod: objects.Pod) -> str | None:
-        """The workload a pod belongs to: its controller's uid, or None."""
-        ref = pod.controller_ref
+        """The workload a pod belongs to: its controller's (else first owner's) uid, or None."""
+        ref = pod.workload_ref
         return ref.uid if ref is not None and ref.uid else None
 
     def blocked_until(self, pod: objects.Pod, now: datetime) -> datetime | None:
