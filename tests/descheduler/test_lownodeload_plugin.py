@@ -303,6 +303,19 @@ def test_daemonset_owner_without_controller_flag_is_never_moved() -> None:
     assert report.skipped[0].detail == "DefaultEvictor: DaemonSet pod"
 
 
+def test_pods_that_left_since_the_report_do_not_keep_a_node_hot() -> None:
+    """A's NodeMetric still lists a 1500m pod that is gone: A is at 47.5%, nothing moves."""
+    world = World({"A": {"a1000": 1000, "a900": 900}, "B": {"b400": 400}})
+    metrics = world.metrics(fakes.NOW)
+    metrics[0] = builders.make_nodemetric(
+        "A", pods={"a1000": 1000, "a900": 900, "gone": 1500}, update_time=fakes.NOW
+    )
+    source = framework.StaticSource(nodes=world.nodes(), pods=world.pods(), node_metrics=metrics)
+    report = harness(source).runner.run_once()
+    assert (report.evicted_pods, report.skipped) == ([], ())
+    assert "A" not in usage_cpu(report)  # neither source nor destination
+
+
 def test_plugin_args_filters_are_recorded() -> None:
     """evictableNamespaces excludes a pod: a `filtered` skip saying so, and the next pod goes."""
     world = World(D1, pod_kw={"a1000": {"namespace": "kube-system"}})

@@ -196,6 +196,22 @@ def test_lownodeload_d1_through_simulate(tmp_path: pathlib.Path) -> None:
     }
 
 
+def test_node_rows_count_only_pods_still_bound() -> None:
+    """simulate's NodeMetric reading leaves out the entry of a pod no longer on the node."""
+    from tests import builders
+
+    source = framework.StaticSource(
+        nodes=[builders.make_node("n1")],
+        pods=[builders.make_pod("stay", node="n1")],
+        node_metrics=[builders.make_nodemetric("n1", pods={"stay": 1000, "gone": 2000})],
+    )
+    cfg = config.decode_configuration(fakes.policy(), plugins=plugins.registry().catalog())
+    now = datetime(2024, 5, 1, 12, 0, 30, tzinfo=UTC)
+    result = simulate.run(cfg, source, plugins.registry(), now=now)
+    [row] = result.nodes
+    assert (row.basis, row.before["cpu"], row.after["cpu"]) == ("usage", 25.0, 25.0)
+
+
 def test_config_may_come_before_the_subcommand(tmp_path: pathlib.Path) -> None:
     """`--config X simulate ...` works as well as `simulate --config X ...`."""
     config_file = write(tmp_path, "c.yaml", EVICTOR_ONLY)

@@ -309,8 +309,13 @@ def plan(
     cool_down: CoolDown,
     evictable: Callable[[objects.Pod], Answer],
     try_evict: Callable[[Decision], Answer],
+    arrivals: Mapping[objects.NodeName, Sequence[objects.Pod]] | None = None,
 ) -> Plan:
-    """Run one cycle over every pool; see the module docstring."""
+    """Run one cycle over every pool; see the module docstring.
+
+    `arrivals` are the pods earlier plugins moved to each node this cycle (their
+    podsMetric entries count on the node they land on, `usage.node_load`).
+    """
     expiration = timedelta(seconds=args.node_metric_expiration_seconds)
     pools = args.pools
     members, unpooled = classify.assign_pools(nodes, pools)
@@ -328,6 +333,7 @@ def plan(
                 pods_by_node.get(node.name, ()),
                 now=now,
                 expiration=expiration,
+                arrived=arrivals.get(node.name, ()) if arrivals else (),
             )
             if isinstance(load, usage.Unavailable):
                 reports[node.name] = NodeReport(

@@ -50,7 +50,7 @@ from types import MappingProxyType
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
-from descheduler.plugins.lownodeload import fit, plan
+from descheduler.plugins.lownodeload import fit, plan, usage
 from descheduler.plugins.lownodeload.anomaly import AnomalyDetector
 from descheduler.plugins.lownodeload.args import DEFAULT_POOL_NAME, LowNodeLoadArgs
 from descheduler.plugins.lownodeload.cooldown import CoolDown
@@ -108,6 +108,7 @@ class LowNodeLoad:
             cool_down=self.cool_down.fork() if dry else self.cool_down,
             evictable=attempts.evictable,
             try_evict=attempts.try_evict,
+            arrivals={node.name: snapshot.arrivals(node.name) for node in nodes},
         )
         self._record(result, attempts.refused)
         self._project(snapshot, result, metrics, attempts)
@@ -204,7 +205,7 @@ class LowNodeLoad:
                 continue
             after = result.ledger.usage(name)
             began = Resources(start[name]) if name in start else after
-            snapshot.set_usage(name, measured_load(measured) if adjusted else began)
+            snapshot.set_usage(name, bound_at_start(snapshot, name) if adjusted else began)
             snapshot.set_usage(name, began if attempts.pretend else after)
 
 
@@ -277,14 +278,16 @@ class _Attempts:
         return found.get(pod.key, EMPTY)
 
 
-def measured_load(metric: slo.NodeMetric) -> Resources:
-    """LowNodeLoad's node load: systemUsage + Σ podsMetric[].podUsage (`usage.node_load`)."""
-    info = metric.status.node_metric
-    total = dict(info.system_usage) if info is not None else {}
-    for entry in metric.status.pods_metric:
-        for name, amount in entry.pod_usage.items():
-            total[name] = total.get(name, 0) + amount
-    return Resources(total)
+def bound_at_start(snapshot: Snapshot, node: str) -> Resources:
+    """The node's measured load at the start of the cycle (`usage.bound_load`).
+
+    The pods bound then are those bound now plus those evicted from it this cycle.
+    """
+    metric = snapshot.node_metric(node)
+    if metric is None:
+        return EMPTY
+    left = (p for p in snapshot.evicted if p.node_name == node)
+    return usage.bound_load(metric, (*snapshot.pods_on(node), *left))
 
 
 def projected_metrics(snapshot: Snapshot) -> Mapping[str, slo.NodeMetric]:
