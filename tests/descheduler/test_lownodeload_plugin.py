@@ -18,6 +18,7 @@ import pytest
 from descheduler import framework, plugins
 from descheduler.framework import CycleReport, Handle, Reason, Snapshot
 from descheduler.plugins import lownodeload
+from descheduler.plugins.lownodeload.plugin import unmeasured_resources
 from kube import eviction, objects
 from tests import builders
 from tests.descheduler import fakes
@@ -372,3 +373,37 @@ def test_paused_does_nothing(caplog: pytest.LogCaptureFixture) -> None:
     assert (report.evictions, report.skipped, report.notes) == ((), (), ())
     assert h.backend.calls == []
     assert "LowNodeLoad (profile p1) is paused" in caplog.text
+
+
+# -- resources a Koordinator config may name ----------------------------------------------
+
+
+def test_pods_threshold_counts_the_pods_on_the_node() -> None:
+    """`pods` is the pod count against allocatable pods: A (6 of 10) gives one pod to B (1)."""
+    world = World(
+        {"A": {f"a{i}": 100 for i in range(6)}, "B": {"b0": 100}},
+        node_kw={"A": {"pods": "10"}, "B": {"pods": "10"}},
+    )
+    args = {
+        "lowThresholds": {"pods": 30},
+        "highThresholds": {"pods": 50},
+        "anomalyCondition": {"consecutiveAbnormalities": 1},
+    }
+    report = harness(world.source(), args).runner.run_once()
+    assert len(report.evicted_pods) == 1
+    after = {p.node: p.usage_after for p in report.projections if p.usage_after is not None}
+    assert (after["A"]["pods"], after["B"]["pods"]) == (5, 2)
+
+
+def test_thresholds_no_agent_reports_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """A threshold on ephemeral-storage or an extended resource warns once at start-up."""
+    args = {
+        "lowThresholds": {"cpu": 30, "pods": 30, "ephemeral-storage": 30},
+        "highThresholds": {"cpu": 70, "pods": 50, "ephemeral-storage": 60},
+    }
+    with caplog.at_level(logging.WARNING, logger="descheduler.plugins.lownodeload"):
+        harness(World(D1).source(), args)
+    assert "thresholds on ephemeral-storage read the NodeMetric" in caplog.text
+    marks = {"cpu": 1, "memory": 2, "pods": 3}
+    measured = lownodeload.Args.from_mapping({"lowThresholds": marks, "highThresholds": marks})
+    assert unmeasured_resources(measured) == []

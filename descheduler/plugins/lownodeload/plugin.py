@@ -62,7 +62,7 @@ from descheduler.plugins.lownodeload.outcome import (
     Plan,
     Role,
 )
-from kube import objects, slo
+from kube import objects, quantity, slo
 from kube.quantity import EMPTY, Resources
 
 __all__ = ["NAME", "LowNodeLoad", "factory"]
@@ -76,6 +76,26 @@ log = logging.getLogger("descheduler.plugins.lownodeload")
 _REFUSED_BY_EVICTOR = "refused_by_evictor"
 _PLAYED_A_PART = frozenset({Role.SOURCE, Role.DESTINATION})
 _NAMED = 10  # hot nodes named in a pool's no_destination note
+# What a threshold may name and be measured: cpu and memory from the NodeMetric
+# (the only usages koordlet and the nodeqos agent report), pods as the count of
+# pods on the node (Koordinator's getNodeUsage). Anything else (ephemeral-storage,
+# an extended resource) reads from podsMetric as reported, which is 0 unless some
+# other agent writes it.
+MEASURED = frozenset({quantity.CPU, quantity.MEMORY, quantity.PODS})
+
+
+def unmeasured_resources(args: LowNodeLoadArgs) -> list[str]:
+    """Threshold resources no known agent reports, sorted (for a start-up warning)."""
+    named: set[str] = set()
+    for pool in args.pools:
+        for marks in (
+            pool.low_thresholds,
+            pool.high_thresholds,
+            pool.prod_low_thresholds,
+            pool.prod_high_thresholds,
+        ):
+            named.update(marks)
+    return sorted(named - MEASURED)
 
 
 class LowNodeLoad:
@@ -88,6 +108,16 @@ class LowNodeLoad:
         self.handle = handle
         self.detector = AnomalyDetector(forget_after=args.detector_cache_timeout)
         self.cool_down = CoolDown()
+        unmeasured = unmeasured_resources(args)
+        if unmeasured:
+            log.warning(
+                "%s (profile %s): thresholds on %s read the NodeMetric podsMetric usage, "
+                "which koordlet and the nodeqos agent report for cpu and memory only: "
+                "unless another agent reports them they read 0 and never make a node hot",
+                NAME,
+                handle.profile,
+                ", ".join(unmeasured),
+            )
 
     def balance(self, snapshot: Snapshot) -> None:
         if self.args.paused:
