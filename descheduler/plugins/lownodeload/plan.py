@@ -28,6 +28,9 @@ re-ranked after each eviction. Each candidate tried gets a `Decision`: evicted
 (reason None), or `filtered` (evictableNamespaces, podSelectors or the
 evictor's filter), `cool_down`, `no_fit`, `would_overload_destination`, or the
 evictor's refusal. Candidates left when a source stops get no decision.
+A source still over its high marks after its drain gets a reason on its
+`NodeReport` (`LEFT_HOT`): `limit_reached`, `no_destination_headroom` or
+`nothing_evictable`, with a detail saying what stopped it.
 
 Eviction caps (an `evictable` answer that is an `outcome.LimitReached`): the
 candidate refused gets its `limit_reached` decision, then nothing the cap
@@ -55,6 +58,7 @@ from descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool
 from descheduler.plugins.lownodeload.classify import Marks, Track
 from descheduler.plugins.lownodeload.cooldown import CoolDown
 from descheduler.plugins.lownodeload.outcome import (
+    LIMIT_REACHED,
     Answer,
     Decision,
     Limit,
@@ -67,10 +71,23 @@ from descheduler.plugins.lownodeload.outcome import (
 )
 from kube import objects, selectors, slo
 
-__all__ = ["COOL_DOWN", "FILTERED", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
+__all__ = [
+    "COOL_DOWN",
+    "FILTERED",
+    "LEFT_HOT",
+    "METRICS_EXPIRED",
+    "NOTHING_EVICTABLE",
+    "NOT_SOURCE",
+    "NO_DESTINATION_HEADROOM",
+    "plan",
+]
 
 METRICS_EXPIRED = "metrics_expired"
 NOT_SOURCE = "not_source"
+NO_DESTINATION_HEADROOM = "no_destination_headroom"
+NOTHING_EVICTABLE = "nothing_evictable"
+# Why a source was left over its high marks (a source report's `reason`).
+LEFT_HOT = frozenset({NO_DESTINATION_HEADROOM, NOTHING_EVICTABLE, LIMIT_REACHED})
 COOL_DOWN = "cool_down"
 FILTERED = "filtered"
 _FINISHED = frozenset({"Succeeded", "Failed"})
@@ -208,13 +225,16 @@ class _Cycle:
         ]
         dests = kept.loads
         if self.stopped is not None:  # the total cap: count what would have been tried
-            if pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
+            stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
+            if pending and stop is None:
                 self.untried += len(pending)
+            self._left_hot(source.name, stop, [], self.stopped, evicted=0)
             return
         ranker = order.Ranker(pending, source.usage_of, pool.resource_weights)
         high = marks[source.name].high_for(track)
         rank_again = True
-        evicted = False
+        tried: list[Decision] = []
+        stopped_by: LimitReached | None = None
         while pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
             if rank_again:
                 over = classify.excess(self.ledger.amounts(source.name, track), high)
@@ -222,16 +242,66 @@ class _Cycle:
                 rank_again = False
             decision, limit = self._decide(pool, source, pending.pop(0), kept, marks, track)
             self.decisions.append(decision)
+            tried.append(decision)
             if decision.evicted:
-                rank_again = evicted = True
+                rank_again = True
             elif limit is not None and limit.limit is not Limit.NAMESPACE:
                 if limit.limit is Limit.TOTAL:
                     self.stopped = limit
                     self.untried += len(pending)
+                stopped_by = limit
                 break
         stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
-        if evicted and stop == fit.STOP_RELIEVED:
-            self.relieved.append(source.name)
+        evicted = sum(1 for d in tried if d.evicted)
+        if stop == fit.STOP_RELIEVED:
+            if evicted:
+                self.relieved.append(source.name)
+            return
+        refused = [d for d in tried if not d.evicted]
+        self._left_hot(source.name, stop, refused, stopped_by, evicted=evicted)
+
+    def _left_hot(
+        self,
+        name: objects.NodeName,
+        stop: str | None,
+        refused: Sequence[Decision],
+        limit: LimitReached | None,
+        *,
+        evicted: int,
+    ) -> None:
+        """Record on the source's report why it is still over its high marks after its drain.
+
+        The first that applies: an eviction cap stopped the drain (`limit_reached`);
+        the destinations' headroom is used up, or every candidate would overload
+        them (`no_destination_headroom`); no candidate could go
+        (`nothing_evictable`, counting the refusals by reason).
+        """
+        if limit is not None:
+            code, why = LIMIT_REACHED, str(limit)
+        elif stop == fit.STOP_NO_HEADROOM:
+            code, why = (
+                NO_DESTINATION_HEADROOM,
+                "the destinations' headroom under their high marks is used up",
+            )
+        elif refused and all(d.reason == fit.WOULD_OVERLOAD for d in refused):
+            code = NO_DESTINATION_HEADROOM
+            why = f"each of the {len(refused)} candidates would overload every destination"
+        else:
+            code = NOTHING_EVICTABLE
+            counts: dict[str, int] = {}
+            for d in refused:
+                counts[str(d.reason)] = counts.get(str(d.reason), 0) + 1
+            why = (
+                "no candidate could go: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+                if counts
+                else "it has no pod to move"
+            )
+        if evicted:
+            why = f"{evicted} evicted, then {why}"
+        report = self.reports[name]
+        self.reports[name] = dataclasses.replace(
+            report, reason=code, detail=f"{report.detail}; {why}"
+        )
 
     def _decide(
         self,

@@ -18,8 +18,11 @@ connects the pure planner to the framework:
 
 Every candidate `plan` tries thus ends with exactly one record: an eviction or
 a skip with a reason code. Node-, pool- and plan-level reasons become notes:
-`metrics_expired` (one per node whose load is unknown), `not_source` (hot, not
-yet confirmed by the detector) and `no_destination` ("no underutilized nodes").
+`metrics_expired` (one per node whose load is unknown), `no_destination` per
+pool ("no underutilized nodes"), and one note per hot node left hot, naming
+the node: `not_source` (not yet confirmed by the detector), `no_destination`,
+`no_destination_headroom`, `nothing_evictable` or `limit_reached` (the
+framework counts these in `nodeqos_descheduler_unrelieved_nodes_total`).
 
 Dry runs decide exactly like real runs (DESIGN.md, "Beyond the reference" 2):
 the plan runs against `cool_down.fork()`, so a pretended eviction never cools
@@ -180,6 +183,7 @@ class LowNodeLoad:
                 detail += f" and {more} more" if more > 0 else ""
             decisions.note(Reason(pool.reason), detail, plugin=NAME)
         for report in result.nodes.values():
+            node = report.node
             if report.role is Role.UNKNOWN:
                 decisions.note(
                     Reason.METRICS_EXPIRED,
@@ -188,13 +192,21 @@ class LowNodeLoad:
                 )
             elif report.reason == plan.NOT_SOURCE:
                 decisions.note(
-                    Reason.NOT_SOURCE, f"node {report.node}: {report.detail}", plugin=NAME
+                    Reason.NOT_SOURCE, f"node {node}: {report.detail}", plugin=NAME, node=node
                 )
-            elif report.reason == fit.NO_DESTINATION and report.pool not in blocked_pools:
+            elif report.reason == fit.NO_DESTINATION:
+                where = "no underutilized nodes"
+                if report.pool in blocked_pools and report.pool != DEFAULT_POOL_NAME:
+                    where += f" in node pool {report.pool}"
                 decisions.note(
                     Reason.NO_DESTINATION,
-                    f"node {report.node}: no underutilized nodes for its {report.track} load",
+                    f"node {node}: {where} for its {report.track} load",
                     plugin=NAME,
+                    node=node,
+                )
+            elif report.reason in plan.LEFT_HOT:
+                decisions.note(
+                    Reason(report.reason), f"node {node}: {report.detail}", plugin=NAME, node=node
                 )
         if result.stopped is not None:
             tried = "candidate was" if result.untried == 1 else "candidates were"
