@@ -12,6 +12,7 @@ process is always killed and every directory removed, children first.
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import time
@@ -35,9 +36,20 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_ROOT = Path("/proc")
 SUBSYSTEMS = ("cpu", "cpuacct", "memory")
 BALLAST_MIB = 32
+# Waits to be moved into the cgroup, touches every page of its ballast, says so on
+# stdout, then spins. The fixture waits for that line rather than sleeping: on a
+# slow or loaded machine a fixed sleep let the test read the pod's memory before
+# the ballast was all charged (33,497,088 bytes read, 33,554,432 expected).
+BALLAST_TOUCHED = b"ballast touched\n"
 BUSY = (
-    f"import sys\nsys.stdin.readline()\nballast = b'x' * ({BALLAST_MIB} << 20)\nwhile True: pass\n"
+    "import sys\n"
+    "sys.stdin.readline()\n"
+    f"ballast = bytearray(b'x' * ({BALLAST_MIB} << 20))\n"
+    f"sys.stdout.buffer.write({BALLAST_TOUCHED!r})\n"
+    "sys.stdout.flush()\n"
+    "while True: pass\n"
 )
+READY_TIMEOUT_S = 30.0
 
 
 def _unusable() -> str | None:
@@ -104,18 +116,27 @@ def busy_process(real_tree: RealTree) -> Iterator[subprocess.Popen[bytes]]:
     v1 does not move memory charges with a task, so the process allocates (and
     touches) its 32 MiB only once it has been moved.
     """
-    proc = subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.PIPE)
-    assert proc.stdin is not None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUSY], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
     try:
         for container_dir in real_tree.container_dirs:
             (container_dir / "cgroup.procs").write_text(str(proc.pid))
         proc.stdin.write(b"go\n")
         proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
+        line = proc.stdout.readline() if ready else b""
+        assert line == BALLAST_TOUCHED, (
+            f"the busy process did not report its ballast touched within {READY_TIMEOUT_S}s "
+            f"(read {line!r}, exit code {proc.poll()})"
+        )
         yield proc
     finally:
         proc.kill()
         proc.wait()
         proc.stdin.close()
+        proc.stdout.close()
 
 
 def _process_cpu_seconds(pid: int) -> float:
@@ -143,7 +164,6 @@ def test_pod_cpu_matches_the_process_own_accounting(
             cgroups.CgroupVersion.V1,
             cgroups.Driver.CGROUPFS,
         )
-        time.sleep(0.2)  # let the process get going
         cpu_before, wall_before = _process_cpu_seconds(busy_process.pid), time.monotonic()
         agent.collection.run_round()
         time.sleep(2.0)
