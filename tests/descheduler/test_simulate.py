@@ -13,7 +13,6 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import yaml
 from click.testing import CliRunner, Result
 
@@ -189,8 +188,6 @@ def test_every_candidate_gets_a_decision_and_a_reason() -> None:
 
 def test_lownodeload_d1_through_simulate(tmp_path: pathlib.Path) -> None:
     """D1 via simulate: exactly a-1000 goes; node-a is projected at 67.5%, node-b at 35%."""
-    if plugins.registry().entry("LowNodeLoad").factory is None:
-        pytest.skip("LowNodeLoad not wired yet")
     body = simulate_json(write(tmp_path, "c.yaml", LOWNODELOAD_D1))
     assert [(e["pod"], e["node"], e["plugin"]) for e in body["evictions"]] == [
         ("default/a-1000", "node-a", "LowNodeLoad")
