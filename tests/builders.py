@@ -266,10 +266,16 @@ def _bytes(value: Amount) -> int:
     return value if isinstance(value, int) else quantity.memory_bytes(value)
 
 
+_METRIC_FIELDS = frozenset({"priority", "qos"})
+
+
 def _pod_metric(key: str, usage: Amount | Mapping[str, Any]) -> slo.PodMetricInfo:
     namespace, _, name = key.rpartition("/")
     spec: Mapping[str, Any] = usage if isinstance(usage, Mapping) else {"cpu": usage}
     amounts = {"cpu": _millis(spec.get("cpu", 0)), "memory": _bytes(spec.get("memory", 0))}
+    for resource, amount in spec.items():  # extended resources, as some agents report them
+        if resource not in amounts and resource not in _METRIC_FIELDS:
+            amounts[resource] = int(amount)
     return slo.PodMetricInfo(
         name=name,
         namespace=namespace or "default",
@@ -293,7 +299,7 @@ def make_nodemetric(
     """A NodeMetric as an agent would report it.
 
     `pods` maps "name" or "namespace/name" to CPU usage, or to a mapping with
-    `cpu`, `memory`, `priority`, `qos`. Node CPU defaults to the pods' sum plus
+    `cpu`, `memory`, `priority`, `qos` and any other resource name (an integer). Node CPU defaults to the pods' sum plus
     `system_cpu`; system usage is node minus pods, floored at 0. With
     `aggregated`, every window's aggregations equal the instantaneous usage.
     """

@@ -1,0 +1,674 @@
+"""Koordinator LowNodeLoad, case by case from its own test tables.
+
+Source: koordinator-sh/koordinator
+`pkg/descheduler/framework/plugins/loadaware/low_node_load_test.go`. Each
+`pytest.param` id is the Go test and the row's `name`. The reference runs
+every row with one node pool (no selector), `nodeFit: true`,
+`anomalyCondition.consecutiveAbnormalities: 1`, DefaultEvictor with zero-value
+args, no eviction caps (TestMaxEvictionTotal: a total cap), and NodeMetrics in
+which each pod reports its requests as its usage (`setupNodeMetrics`); it
+checks the number of pods evicted. Those settings are the case's here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from kube import objects
+from tests.conformance import reference as ref
+from tests.conformance.reference import (
+    best_effort,
+    critical,
+    differs,
+    ds_owner,
+    koord_batch,
+    local_storage,
+    mirror,
+    namespace,
+    node,
+    node_extended,
+    node_labels,
+    node_selector,
+    pod,
+    pod_extended,
+    pod_owner,
+    priority,
+    required_node_affinity,
+    rs_owner,
+    same,
+    unschedulable,
+)
+
+TITLE = "Koordinator LowNodeLoad"
+FILE = "koordinator pkg/descheduler/framework/plugins/loadaware/low_node_load_test.go"
+EXT = "example.com/foo"  # the table's extendedResource
+HIGH, LOW = 10_000, 1_000  # the table's highPriority / lowPriority
+
+
+def protected(node_name: str, *extra: Any) -> list[objects.Pod]:
+    """The rows' usual p6-p8: a DaemonSet pod, a mirror pod with local storage, a critical pod."""
+    return [
+        pod("p6", 400, 0, node_name, ds_owner, *extra),
+        pod("p7", 400, 0, node_name, pod_owner, local_storage, mirror),
+        pod("p8", 400, 0, node_name, critical),
+    ]
+
+
+def three_nodes(pods1: int = 9, pods: int = 10) -> list[objects.Node]:
+    return [
+        node("n1", 4000, 3000, pods1),
+        node("n2", 4000, 3000, pods),
+        node("n3", 4000, 3000, pods, unschedulable),
+    ]
+
+
+def rs_pods(names: Sequence[str], node_name: str, *extra: Any) -> list[objects.Pod]:
+    return [pod(name, 400, 0, node_name, rs_owner, *extra) for name in names]
+
+
+P1_5 = ("p1", "p2", "p3", "p4", "p5")
+CPU_PODS_30_50 = {"low": {"cpu": 30, "pods": 30}, "high": {"cpu": 50, "pods": 50}}
+
+
+def marks(low: Mapping[str, int], high: Mapping[str, int], **more: Any) -> dict[str, Any]:
+    return {"low": low, "high": high, **more}
+
+
+CASES = [
+    pytest.param(
+        CPU_PODS_30_50,
+        three_nodes(),
+        [
+            pod("p1", 400, 0, "n1", ds_owner),
+            pod("p2", 400, 0, "n1", ds_owner),
+            pod("p3", 400, 0, "n1", ds_owner),
+            pod("p4", 400, 0, "n1", ds_owner),
+            pod("p5", 400, 0, "n1", pod_owner, local_storage, mirror),
+            pod("p6", 400, 0, "n1", critical),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(0),
+        id="TestLowNodeLoad/no evictable pods",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        three_nodes(),
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(4),
+        id="TestLowNodeLoad/without priorities",
+    ),
+    pytest.param(
+        {**CPU_PODS_30_50, "evictableNamespaces": {"exclude": ["namespace1"]}},
+        three_nodes(),
+        [
+            *(pod(n, 400, 0, "n1", namespace("namespace1")) for n in P1_5),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(0),
+        id="TestLowNodeLoad/without priorities, but excluding namespaces",
+    ),
+    pytest.param(
+        {**CPU_PODS_30_50, "evictableNamespaces": {"include": ["default"]}},
+        three_nodes(),
+        [
+            *rs_pods(("p1", "p2"), "n1"),
+            pod("p3", 400, 0, "n1", namespace("namespace3")),
+            pod("p4", 400, 0, "n1", namespace("namespace4")),
+            pod("p5", 400, 0, "n1", namespace("namespace5")),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(2),
+        id="TestLowNodeLoad/without priorities, but include only default namespace",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        three_nodes(),
+        [
+            *(pod(n, 400, 300, "n1", rs_owner) for n in P1_5),
+            pod("p6", 400, 300, "n1", ds_owner),
+            pod("p7", 400, 300, "n1", pod_owner, local_storage, mirror),
+            pod("p8", 400, 300, "n1", critical),
+            pod("p9", 400, 2100, "n2", rs_owner),
+        ],
+        same(3),  # "only 3 pods can be evicted before memory is depleted"
+        id="TestLowNodeLoad/without priorities stop when memory capacity is depleted",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        three_nodes(),
+        [
+            *rs_pods(("p1", "p2", "p3", "p4"), "n1", priority(HIGH)),
+            pod("p5", 400, 0, "n1", rs_owner, priority(LOW)),
+            pod("p6", 400, 0, "n1", ds_owner, priority(HIGH)),
+            pod("p7", 400, 0, "n1", pod_owner, priority(LOW), local_storage, mirror),
+            pod("p8", 400, 0, "n1", critical),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(4),
+        id="TestLowNodeLoad/with priorities",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        three_nodes(),
+        [
+            pod("p1", 400, 0, "n1", rs_owner, best_effort),
+            pod("p2", 400, 0, "n1", rs_owner, best_effort),
+            pod("p3", 400, 0, "n1", rs_owner),
+            pod("p4", 400, 0, "n1", rs_owner, best_effort),
+            pod("p5", 400, 0, "n1", rs_owner, best_effort),
+            pod("p6", 400, 0, "n1", ds_owner),
+            pod("p7", 400, 0, "n1", pod_owner, local_storage, mirror),
+            pod("p8", 400, 0, "n1", critical),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(("p1", "p2", "p4", "p5")),
+        id="TestLowNodeLoad/without priorities evicting best-effort pods only",
+    ),
+    pytest.param(
+        marks({"pods": 30, EXT: 30}, {"pods": 50, EXT: 50}),
+        [
+            node("n1", 4000, 3000, 9, node_extended(EXT, 8)),
+            node("n2", 4000, 3000, 10, node_extended(EXT, 8)),
+            node("n3", 4000, 3000, 10, unschedulable),
+        ],
+        [
+            *(pod(n, 0, 0, "n1", rs_owner, pod_extended(EXT, 1)) for n in P1_5),
+            pod("p6", 0, 0, "n1", pod_owner, pod_extended(EXT, 1)),
+            pod("p7", 0, 0, "n1", pod_owner, pod_extended(EXT, 1), local_storage, mirror),
+            pod("p8", 0, 0, "n1", pod_extended(EXT, 1), critical),
+            pod("p9", 0, 0, "n2", rs_owner, pod_extended(EXT, 1)),
+        ],
+        same(3),  # "only 3 pods can be evicted before extended resource is depleted"
+        id="TestLowNodeLoad/with extended resource",
+    ),
+    pytest.param(
+        marks({"pods": 30, EXT: 30}, {"pods": 50, EXT: 50}),
+        [
+            node("n1", 4000, 3000, 9, node_extended(EXT, 8)),
+            node("n2", 4000, 3000, 10),
+            node("n3", 4000, 3000, 10, unschedulable),
+        ],
+        [
+            pod("p1", 0, 0, "n1", rs_owner, pod_extended(EXT, 1)),
+            pod("p9", 0, 0, "n2", rs_owner),
+        ],
+        same(0),  # "there's no enough extended resource in node2"
+        id="TestLowNodeLoad/with extended resource in some of nodes",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        [node("n1", 4000, 3000, 9), node("n2", 4000, 3000, 10, unschedulable)],
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(0),
+        id="TestLowNodeLoad/without priorities, but only other node is unschedulable",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        [node("n1", 4000, 3000, 9), node("n2", 4000, 3000, 10, node_labels(datacenter="east"))],
+        [
+            *rs_pods(("p1", "p2", "p3"), "n1"),
+            pod("p4", 400, 0, "n1", node_selector(datacenter="west")),
+            pod("p5", 400, 0, "n1", node_selector(datacenter="west")),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(3),
+        id="TestLowNodeLoad/without priorities, but only other node doesn't match pod node "
+        "selector for p4 and p5",
+    ),
+    pytest.param(
+        CPU_PODS_30_50,
+        [node("n1", 4000, 3000, 9), node("n2", 4000, 3000, 10, node_labels(datacenter="east"))],
+        [
+            *rs_pods(("p1", "p2", "p3"), "n1"),
+            pod("p4", 400, 0, "n1", required_node_affinity("datacenter", "In", "west")),
+            pod("p5", 400, 0, "n1", required_node_affinity("datacenter", "In", "west")),
+            *protected("n1"),
+            pod("p9", 0, 0, "n2", rs_owner),
+        ],
+        same(3),
+        id="TestLowNodeLoad/without priorities, but only other node doesn't match pod node "
+        "affinity for p4 and p5",
+    ),
+    pytest.param(
+        marks({"cpu": 5, "pods": 5}, {"cpu": 5, "pods": 5}, useDeviationThresholds=True),
+        three_nodes(),
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(2),
+        id="TestLowNodeLoad/deviation thresholds",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 30, "pods": 30},
+            {"cpu": 90, "pods": 90},
+            prodLow={"cpu": 20, "pods": 20},
+            prodHigh={"cpu": 40, "pods": 40},
+        ),
+        three_nodes(),
+        [
+            *rs_pods(("p1", "p2"), "n1"),
+            *rs_pods(("p3", "p4", "p5"), "n1", koord_batch),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(2),
+        id="TestLowNodeLoad/node && prod thresholds, node under thresholds, but prod over "
+        "thresholds",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 30, "pods": 30},
+            {"cpu": 70, "pods": 80},
+            prodLow={"cpu": 20, "pods": 20},
+            prodHigh={"cpu": 40, "pods": 40},
+        ),
+        three_nodes(),
+        [
+            *rs_pods(("p1", "p2", "p3"), "n1"),
+            *rs_pods(("p4", "p5"), "n1", koord_batch),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+        ],
+        same(1),
+        id="TestLowNodeLoad/both node and prod usage is higher than thresholds, only node usage "
+        "will be evicted",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 0, "pods": 0},
+            {"cpu": 100, "pods": 100},
+            prodLow={"cpu": 30, "pods": 30},
+            prodHigh={"cpu": 50, "pods": 50},
+        ),
+        three_nodes(),
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(4),
+        id="TestLowNodeLoad/support reschedule prod pod only",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 30, "pods": 50},
+            {"cpu": 60, "pods": 80},
+            prodLow={"cpu": 20, "pods": 30},
+            prodHigh={"cpu": 30, "pods": 50},
+        ),
+        [node(n, 4000, 3000, 20) for n in ("n1", "n2", "n3")],
+        [
+            *rs_pods((*P1_5, "p16", "p17"), "n1"),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+            *rs_pods(("p10", "p11", "p12", "p13", "p14", "p15"), "n3"),
+        ],
+        # n1 (node-hot) gives 4 pods to n2; the reference then lets n3 (prod-hot) give one
+        # more from the remaining node headroom, though n2's prod usage is already 50%
+        # against its 30% prod mark; nodeqos's ledger sees that and moves nothing.
+        differs(5, 4, "ledger"),
+        id="TestLowNodeLoad/both low resource used by high node, prod pods don`t have enough "
+        "resource to rebalance",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 0, "pods": 0},
+            {"cpu": 100, "pods": 100},
+            prodLow={"cpu": 10, "pods": 10},
+            prodHigh={"cpu": 10, "pods": 10},
+            useDeviationThresholds=True,
+        ),
+        [node(n, 4000, 3000, 20) for n in ("n1", "n2", "n3")],
+        [
+            *rs_pods(P1_5, "n1"),
+            *protected("n1"),
+            pod("p9", 400, 0, "n2", rs_owner),
+            *rs_pods(("p10", "p11"), "n3"),
+        ],
+        same(3),
+        id="TestLowNodeLoad/node is always appropriately for node usage, prod pod rebalance "
+        "successful",
+    ),
+    pytest.param(
+        marks(
+            {"cpu": 0, "pods": 0},
+            {"cpu": 100, "pods": 100},
+            prodLow={"cpu": 60, "pods": 60},
+            prodHigh={"cpu": 70, "pods": 70},
+        ),
+        [node(n, 4000, 3000, 20) for n in ("n1", "n2")],
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(1),
+        id="TestLowNodeLoad/stop prod pod eviction when the node recovers to normal.",
+    ),
+    pytest.param(
+        {**CPU_PODS_30_50, "maxNoOfPodsToEvictTotal": 1},
+        three_nodes(),
+        [*rs_pods(P1_5, "n1"), *protected("n1"), pod("p9", 400, 0, "n2", rs_owner)],
+        same(1),
+        id="TestMaxEvictionTotal/maxPodsToEvictTotal",
+    ),
+]
+
+
+def lownodeload_args(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The reference's LowNodeLoadArgs: one node pool with the row's marks."""
+    pool: dict[str, Any] = {
+        "lowThresholds": row["low"],
+        "highThresholds": row["high"],
+        "anomalyCondition": {"consecutiveAbnormalities": 1, "consecutiveNormalities": 1},
+    }
+    if "prodLow" in row:
+        pool["prodLowThresholds"] = row["prodLow"]
+        pool["prodHighThresholds"] = row["prodHigh"]
+    if row.get("useDeviationThresholds"):
+        pool["useDeviationThresholds"] = True
+    args: dict[str, Any] = {"nodeFit": True, "detectorCacheTimeout": "5m", "nodePools": [pool]}
+    if "evictableNamespaces" in row:
+        args["evictableNamespaces"] = row["evictableNamespaces"]
+    return args
+
+
+def run_row(
+    row: Mapping[str, Any], nodes: Sequence[objects.Node], pods: Sequence[objects.Pod]
+) -> list[str]:
+    top = dict(ref.NO_CAPS)
+    if "maxNoOfPodsToEvictTotal" in row:
+        top["maxNoOfPodsToEvictTotal"] = row["maxNoOfPodsToEvictTotal"]
+    profile = ref.Profile(balance={"LowNodeLoad": lownodeload_args(row)}, top=top)
+    metrics = ref.nodemetrics(nodes, ref.request_usage(pods))
+    return ref.evicted_names(ref.run(profile, nodes, pods, metrics))
+
+
+@pytest.mark.parametrize(("row", "nodes", "pods", "expect"), CASES)
+def test_case(
+    row: Mapping[str, Any],
+    nodes: Sequence[objects.Node],
+    pods: Sequence[objects.Pod],
+    expect: ref.Expect,
+) -> None:
+    """The row's outcome: the number of pods evicted (or which, where the row names them)."""
+    evicted = run_row(row, nodes, pods)
+    wanted = expect.wanted
+    if isinstance(wanted, tuple):
+        assert tuple(sorted(evicted)) == wanted
+    else:
+        assert len(evicted) == wanted, evicted
+
+
+# -- TestOverUtilizedEvictionReason: what the eviction reason names ----------------------------
+
+RAW_96 = {"node.koordinator.sh/raw-allocatable": '{"cpu":96,"memory":"512Gi"}'}
+GI = 2**30
+
+REASONS = [
+    pytest.param(
+        {"cpu": 64_000, "memory": 32 * GI},
+        None,
+        same([("cpu", "66.67", "50.00")]),
+        id="TestOverUtilizedEvictionReason/cpu overutilized",
+    ),
+    pytest.param(
+        {"cpu": 64_000, "memory": 400 * GI},
+        None,
+        same([("cpu", "66.67", "50.00"), ("memory", "78.12", "50.00")]),
+        id="TestOverUtilizedEvictionReason/both cpu and memory overutilized",
+    ),
+    pytest.param(
+        {"cpu": 46_000, "memory": 250 * GI},
+        {"cpu": 45_000, "memory": 200 * GI},
+        same([("prod cpu", "46.88", "40.00")]),
+        id="TestOverUtilizedEvictionReason/prod cpu overutilized",
+    ),
+    pytest.param(
+        {"cpu": 46_000, "memory": 250 * GI},
+        {"cpu": 45_000, "memory": 250 * GI},
+        same([("prod cpu", "46.88", "40.00"), ("prod memory", "48.83", "40.00")]),
+        id="TestOverUtilizedEvictionReason/prod cpu && memory overutilized",
+    ),
+]
+
+
+@pytest.mark.parametrize(("usage", "prod_usage", "expect"), REASONS)
+def test_eviction_reason(
+    usage: Mapping[str, int], prod_usage: Mapping[str, int] | None, expect: ref.Expect
+) -> None:
+    """The reason names each resource over its mark with usage% and threshold% (2 decimals).
+
+    The wording is ours ("cpu usage 66.67% > high mark 50.00%" where the
+    reference writes "node cpu usage(66.67%)>threshold(50.00%)"); the facts,
+    which resources and which percentages, are compared.
+    """
+    from descheduler.plugins import lownodeload
+    from descheduler.plugins.lownodeload import classify
+    from descheduler.plugins.lownodeload import usage as load_usage
+    from tests import builders
+
+    n = builders.make_node_dict("test-node", cpu="96", memory="512Gi")
+    n["metadata"]["annotations"] = dict(RAW_96)
+    the_node = objects.Node.from_api(n)
+    prod = prod_usage is not None
+    pods = [pod("prod", 1, 1, "test-node")] if prod else []  # Burstable: LS, so prod
+    entries = {"prod": dict(prod_usage)} if prod_usage is not None else {}
+    metric = builders.make_nodemetric(
+        "test-node",
+        node_cpu=usage["cpu"],
+        node_memory=usage["memory"],
+        pods=entries,
+        update_time=ref.NOW,
+    )
+    load = load_usage.node_load(the_node, metric, pods, now=ref.NOW, expiration=ref.EXPIRY)
+    assert isinstance(load, load_usage.NodeLoad)
+    high = {"cpu": 50, "memory": 50}
+    raw: dict[str, Any] = {"lowThresholds": {"cpu": 10, "memory": 10}, "highThresholds": high}
+    if prod:
+        raw |= {"prodLowThresholds": {"cpu": 10, "memory": 10}}
+        raw |= {"prodHighThresholds": {"cpu": 40, "memory": 40}}
+    [pool] = lownodeload.Args.from_mapping(raw).pools
+    marks = classify.pool_marks(pool, [load])[the_node.name]
+    track = classify.Track.PROD if prod else classify.Track.NODE
+    used = load.prod_usage if prod else load.usage
+    detail = classify.describe_over(load, used, marks, track)
+    named = [
+        (
+            part.split(" usage ")[0],
+            part.split(" usage ")[1].split("%")[0],
+            part.split("mark ")[1][:-1],
+        )
+        for part in detail.split("; ")
+    ]
+    assert named == expect.wanted
+
+
+# -- Test_filterNodes: which nodes a node pool's selector takes --------------------------------
+
+FILTER_NODES = [
+    pytest.param(
+        None, {}, same(["test-node-1", "test-node-2"]), id="Test_filterNodes/empty selector"
+    ),
+    pytest.param(
+        {"matchLabels": {"test": "true"}},
+        {"test-node-2": {"test": "true"}},
+        same(["test-node-2"]),
+        id="Test_filterNodes/matched selector",
+    ),
+    pytest.param(
+        {"matchLabels": {"test": "true"}}, {}, same([]), id="Test_filterNodes/unmatched selector"
+    ),
+    pytest.param(
+        {"matchExpressions": [{"key": "test", "operator": "non-exist-operator"}]},
+        {},
+        same("error"),
+        id="Test_filterNodes/invalid selector",
+    ),
+]
+
+
+@pytest.mark.parametrize(("selector", "node_labels_by_name", "expect"), FILTER_NODES)
+def test_node_pool_selector(
+    selector: Mapping[str, Any] | None,
+    node_labels_by_name: Mapping[str, Mapping[str, str]],
+    expect: ref.Expect,
+) -> None:
+    """A pool takes the nodes its selector matches; a bad selector is a config error."""
+    from descheduler.config import ConfigError
+    from descheduler.plugins import lownodeload
+    from descheduler.plugins.lownodeload import classify
+
+    nodes = [
+        node(
+            "test-node-1", 4000, 3000, 9, node_labels(**node_labels_by_name.get("test-node-1", {}))
+        ),
+        node(
+            "test-node-2", 4000, 3000, 10, node_labels(**node_labels_by_name.get("test-node-2", {}))
+        ),
+    ]
+    pool: dict[str, Any] = {"lowThresholds": {"cpu": 10}, "highThresholds": {"cpu": 50}}
+    if selector is not None:
+        pool["nodeSelector"] = selector
+    try:
+        args = lownodeload.Args.from_mapping({"nodePools": [pool]})
+    except ConfigError as err:
+        assert expect.wanted == "error"
+        assert "nodePools[0].nodeSelector" in str(err)
+        return
+    [members], _ = classify.assign_pools(nodes, args.pools)
+    assert [n.name for n in members] == expect.wanted
+
+
+# -- the anomaly detector: Test_filterRealAbnormalNodes, Test_resetNodesAsNormal, ...----------
+
+
+def _detector_run(steps: Sequence[tuple[str, Sequence[str]]], n: int, m: int) -> list[list[str]]:
+    """Feed readings to a fresh detector: ("hot", nodes) marks hot readings, ("normal", nodes)
+    cool ones, ("reset", nodes) forgets; each step answers the nodes acted on."""
+    from datetime import timedelta
+
+    from descheduler.plugins.lownodeload import anomaly
+    from descheduler.plugins.lownodeload.args import AnomalyCondition
+
+    detector = anomaly.AnomalyDetector(forget_after=timedelta(minutes=5))
+    condition = AnomalyCondition(consecutive_abnormalities=n, consecutive_normalities=m)
+    answers = []
+    for kind, names in steps:
+        acted = []
+        for name in names:
+            node_name = objects.NodeName(name)
+            if kind == "reset":
+                detector.reset(node_name)
+            elif kind == "state":
+                acted.append(f"{name}:{detector.status(node_name).state.value}")
+            elif detector.observe(node_name, hot=kind == "hot", now=ref.NOW, condition=condition):
+                acted.append(name)
+        answers.append(acted)
+    return answers
+
+
+BOTH = ("test-node-1", "test-node-2")
+ANOMALY = [
+    pytest.param(
+        [("hot", BOTH)],
+        1,
+        1,
+        same(list(BOTH)),
+        id="Test_filterRealAbnormalNodes/ConsecutiveAbnormalities 1 times and detected abnormality",
+    ),
+    pytest.param(
+        [("hot", BOTH)],
+        2,
+        1,
+        same([]),
+        id="Test_filterRealAbnormalNodes/ConsecutiveAbnormalities 2 times and did not detect "
+        "abnormality",
+    ),
+    pytest.param(
+        [("hot", BOTH), ("hot", BOTH), ("hot", BOTH)],
+        2,
+        1,
+        same(list(BOTH)),
+        id="Test_filterRealAbnormalNodes/ConsecutiveAbnormalities 2 times and detect 2 times",
+    ),
+    pytest.param(
+        [("hot", ("test-node-2",)), ("hot", ("test-node-2",)), ("hot", BOTH)],
+        2,
+        1,
+        same(["test-node-2"]),
+        id="Test_filterRealAbnormalNodes/mix abnormal nodes and normal nodes",
+    ),
+    pytest.param(
+        [("hot", ("n",)), ("hot", ("n",)), ("hot", ("n",)), ("reset", ("n",)), ("hot", ("n",))],
+        2,
+        1,
+        same([]),
+        id="Test_resetNodesAsNormal",
+    ),
+    pytest.param(
+        [("hot", ("n",))] * 3
+        + [("normal", ("n",)), ("normal", ("n",)), ("state", ("n",))]
+        + [("normal", ("n",)), ("state", ("n",))],
+        2,
+        2,
+        differs(["n:abnormal", "n:normal"], ["n:normal", "n:normal"], "anomaly-counts"),
+        id="Test_tryMarkNodesAsNormal",
+    ),
+]
+
+
+@pytest.mark.parametrize(("steps", "n", "m", "expect"), ANOMALY)
+def test_anomaly_detector(
+    steps: Sequence[tuple[str, Sequence[str]]], n: int, m: int, expect: ref.Expect
+) -> None:
+    """Which nodes the detector lets act at the last reading (or its states where asked)."""
+    answers = _detector_run(steps, n, m)
+    states = [
+        a for (kind, _), found in zip(steps, answers, strict=True) if kind == "state" for a in found
+    ]
+    assert (states or answers[-1]) == expect.wanted
+
+
+# -- Test_GetNodeRawAllocatableForDescheduler: the capacity usage is measured against ----------
+
+RAW = [
+    pytest.param(
+        None,
+        ("16", "32Gi"),
+        same(("16", "32Gi")),
+        id="Test_GetNodeRawAllocatableForDescheduler/node has no annotation - use allocatable",
+    ),
+    pytest.param(
+        '{"cpu":"8","memory":"16Gi"}',
+        ("32", "64Gi"),
+        same(("8", "16Gi")),
+        id="Test_GetNodeRawAllocatableForDescheduler/node has valid raw allocatable annotation - "
+        "use raw allocatable",
+    ),
+    pytest.param(
+        "invalid",
+        ("16", "32Gi"),
+        same(("16", "32Gi")),
+        id="Test_GetNodeRawAllocatableForDescheduler/node has invalid raw allocatable annotation "
+        "- fallback to allocatable",
+    ),
+]
+
+
+@pytest.mark.parametrize(("annotation", "allocatable", "expect"), RAW)
+def test_capacity(annotation: str | None, allocatable: tuple[str, str], expect: ref.Expect) -> None:
+    """Load is measured against raw-allocatable when it parses, else allocatable."""
+    from descheduler.plugins.lownodeload import usage as load_usage
+    from kube import quantity
+    from tests import builders
+
+    raw = builders.make_node_dict("test-node", cpu=allocatable[0], memory=allocatable[1])
+    if annotation is not None:
+        raw["metadata"]["annotations"] = {"node.koordinator.sh/raw-allocatable": annotation}
+    capacity = load_usage.capacity_of(objects.Node.from_api(raw))
+    cpu, memory = expect.wanted
+    assert (capacity["cpu"], capacity["memory"]) == (
+        quantity.cpu_millis(cpu),
+        quantity.memory_bytes(memory),
+    )
+
+
+ALL = (CASES, REASONS, FILTER_NODES, ANOMALY, RAW)
