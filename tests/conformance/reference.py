@@ -220,6 +220,34 @@ def terminating(raw: dict[str, Any]) -> None:
     raw["metadata"]["deletionTimestamp"] = objects.format_time(NOW)
 
 
+def protected(
+    node_name: str, *extra: PodSetter, cpu: int = 400, memory: int = 0
+) -> list[objects.Pod]:
+    """The tables' usual p6-p8: a DaemonSet pod (plus `extra`), a mirror pod with local
+    storage, a critical pod. None may be evicted."""
+    return [
+        pod("p6", cpu, memory, node_name, ds_owner, *extra),
+        pod("p7", cpu, memory, node_name, pod_owner, local_storage, mirror),
+        pod("p8", cpu, memory, node_name, pod_owner, critical),
+    ]
+
+
+def rs_pods(
+    names: Iterable[str], node_name: str, *extra: PodSetter, cpu: int = 400, memory: int = 0
+) -> list[objects.Pod]:
+    """ReplicaSet-owned pods of the same size."""
+    return [pod(name, cpu, memory, node_name, rs_owner, *extra) for name in names]
+
+
+def three_nodes(pods1: int = 9, pods: int = 10) -> list[objects.Node]:
+    """The tables' usual n1, n2 and unschedulable n3 (4000m, 3000 bytes)."""
+    return [
+        node("n1", 4000, 3000, pods1),
+        node("n2", 4000, 3000, pods),
+        node("n3", 4000, 3000, pods, unschedulable),
+    ]
+
+
 # -- nodes -----------------------------------------------------------------------------------
 
 

@@ -48,25 +48,11 @@ EXT = "example.com/foo"  # the table's extendedResource
 HIGH, LOW = 10_000, 1_000  # the table's highPriority / lowPriority
 
 
-def protected(node_name: str, *extra: Any) -> list[objects.Pod]:
-    """The rows' usual p6-p8: a DaemonSet pod, a mirror pod with local storage, a critical pod."""
-    return [
-        pod("p6", 400, 0, node_name, ds_owner, *extra),
-        pod("p7", 400, 0, node_name, pod_owner, local_storage, mirror),
-        pod("p8", 400, 0, node_name, critical),
-    ]
+protected = ref.protected
 
 
-def three_nodes(pods1: int = 9, pods: int = 10) -> list[objects.Node]:
-    return [
-        node("n1", 4000, 3000, pods1),
-        node("n2", 4000, 3000, pods),
-        node("n3", 4000, 3000, pods, unschedulable),
-    ]
-
-
-def rs_pods(names: Sequence[str], node_name: str, *extra: Any) -> list[objects.Pod]:
-    return [pod(name, 400, 0, node_name, rs_owner, *extra) for name in names]
+three_nodes = ref.three_nodes
+rs_pods = ref.rs_pods
 
 
 P1_5 = ("p1", "p2", "p3", "p4", "p5")

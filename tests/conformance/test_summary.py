@@ -15,10 +15,13 @@ from types import ModuleType
 import pytest
 
 from tests.conformance import reference as ref
-from tests.conformance import test_koordinator_lownodeload
+from tests.conformance import (
+    test_descheduler_lownodeutilization,
+    test_koordinator_lownodeload,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODULES = [test_koordinator_lownodeload]
+MODULES = [test_koordinator_lownodeload, test_descheduler_lownodeutilization]
 
 
 def expects(module: ModuleType) -> list[ref.Expect]:
