@@ -358,7 +358,7 @@ def test_case(
 ) -> None:
     """The row's number of evictions (or which pods, where the row names them)."""
     if expect.wanted == CONFIG_ERROR:
-        with pytest.raises(ConfigError, match="evictableNamespaces.include"):
+        with pytest.raises(ConfigError, match=r"evictableNamespaces\.include"):
             run(args, nodes, pods)
         return
     check(run(args, nodes, pods), expect)
