@@ -16,12 +16,17 @@ import pytest
 
 from tests.conformance import reference as ref
 from tests.conformance import (
+    test_descheduler_highnodeutilization,
     test_descheduler_lownodeutilization,
     test_koordinator_lownodeload,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODULES = [test_koordinator_lownodeload, test_descheduler_lownodeutilization]
+MODULES = [
+    test_koordinator_lownodeload,
+    test_descheduler_lownodeutilization,
+    test_descheduler_highnodeutilization,
+]
 
 
 def expects(module: ModuleType) -> list[ref.Expect]:
