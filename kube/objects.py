@@ -40,6 +40,7 @@ __all__ = [
     "NodeName",
     "OwnerReference",
     "Pod",
+    "PodCondition",
     "PodUID",
     "format_time",
     "parse_time",
@@ -184,6 +185,26 @@ class ContainerStatus:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """One `status.conditions` entry of a pod (PodLifeTime filters on all four fields)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    last_transition_time: datetime | None = None
+
+    @classmethod
+    def from_api(cls, raw: Mapping[str, Any]) -> PodCondition:
+        """Parse a v1.PodCondition dict."""
+        return cls(
+            _intern(raw["type"]),
+            _intern(raw["status"]),
+            _intern(raw.get("reason") or ""),
+            parse_time(raw.get("lastTransitionTime")),
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pod:
     """What nodeqos knows about a pod. `node_name` is "" while unscheduled."""
@@ -220,7 +241,8 @@ class Pod:
     start_time: datetime | None
     container_statuses: tuple[ContainerStatus, ...]
     init_container_statuses: tuple[ContainerStatus, ...]
-    conditions: tuple[tuple[str, str], ...]
+    ephemeral_container_statuses: tuple[ContainerStatus, ...]
+    conditions: tuple[PodCondition, ...]
     resource_version: str
 
     @classmethod
@@ -301,7 +323,8 @@ class Pod:
             start_time=parse_time(status.get("startTime")),
             container_statuses=_statuses(status.get("containerStatuses")),
             init_container_statuses=_statuses(status.get("initContainerStatuses")),
-            conditions=_conditions(status.get("conditions")),
+            ephemeral_container_statuses=_statuses(status.get("ephemeralContainerStatuses")),
+            conditions=_shared(tuple(map(PodCondition.from_api, status.get("conditions") or ()))),
             resource_version=meta.get("resourceVersion", ""),
         )
 
@@ -362,7 +385,7 @@ class Pod:
 
     def condition(self, type_: str) -> str | None:
         """The status ("True", "False", "Unknown") of a condition type, or None."""
-        return dict(self.conditions).get(type_)
+        return next((c.status for c in self.conditions if c.type == type_), None)
 
 
 def _affinity_terms(

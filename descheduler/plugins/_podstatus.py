@@ -4,7 +4,8 @@ kubernetes-sigs/descheduler `pkg/framework/plugins/podlifetime/pod_lifetime.go`
 and `pkg/framework/plugins/removefailedpods/failedpods.go` read the same
 things: whole seconds since `creationTimestamp`, the pod's `status.reason` and
 its containers' waiting and terminated reasons, terminated containers' exit
-codes (init containers too with `includingInitContainers`), and both try
+codes (init containers too with `includingInitContainers`; PodLifeTime's
+states also ephemeral containers with `includingEphemeralContainers`), and both try
 candidates oldest first. The plugins' own rules (how a missing timestamp
 counts, whether the phase is a state) stay in `podlifetime.criteria` and
 `removefailedpods.failed`.
@@ -29,21 +30,34 @@ def age_seconds(pod: objects.Pod, now: datetime) -> int | None:
 
 
 def statuses(
-    pod: objects.Pod, *, including_init_containers: bool
+    pod: objects.Pod,
+    *,
+    including_init_containers: bool,
+    including_ephemeral_containers: bool = False,
 ) -> Iterable[objects.ContainerStatus]:
-    """The container statuses, then the init container statuses when asked for."""
+    """The container statuses, then the init and ephemeral ones when asked for."""
     yield from pod.container_statuses
     if including_init_containers:
         yield from pod.init_container_statuses
+    if including_ephemeral_containers:
+        yield from pod.ephemeral_container_statuses
 
 
 def matched_reason(
-    pod: objects.Pod, wanted: Collection[str], *, including_init_containers: bool
+    pod: objects.Pod,
+    wanted: Collection[str],
+    *,
+    including_init_containers: bool,
+    including_ephemeral_containers: bool = False,
 ) -> str | None:
     """The first listed reason the pod shows (`status.reason` first), or None."""
     if pod.reason and pod.reason in wanted:
         return pod.reason
-    for status in statuses(pod, including_init_containers=including_init_containers):
+    for status in statuses(
+        pod,
+        including_init_containers=including_init_containers,
+        including_ephemeral_containers=including_ephemeral_containers,
+    ):
         for reason in (status.waiting_reason, status.terminated_reason):
             if reason and reason in wanted:
                 return reason

@@ -215,34 +215,43 @@ def test_eviction_reason_lists_what_matched() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "problem"),
-    [
-        pytest.param(
-            {"conditions": [{"type": "Ready", "reason": "PodCompleted"}]},
-            "conditions[0].reason (pod condition reasons are not read)",
-            id="condition-reason",
-        ),
-        pytest.param(
-            {"conditions": [{"type": "Ready", "minTimeSinceLastTransitionSeconds": 60}]},
-            "conditions[0].minTimeSinceLastTransitionSeconds "
-            "(pod condition transition times are not read)",
-            id="condition-transition-time",
-        ),
-        pytest.param(
-            {"states": ["Running"], "includingEphemeralContainers": True},
-            "includingEphemeralContainers with states (ephemeral container statuses are not read)",
-            id="ephemeral-containers",
-        ),
-    ],
-)
-def test_unsupported_settings_are_refused_at_start_up(args: dict[str, Any], problem: str) -> None:
-    """Settings the pod view cannot answer stop the profile from starting, named."""
-    with pytest.raises(framework.StartupError) as caught:
-        run(args, [])
-    assert caught.value.problems == [
-        f"profiles[0] (p1): plugin PodLifeTime: not supported yet: {problem}"
+def with_conditions(name: str, *conditions: dict[str, Any]) -> objects.Pod:
+    raw = builders.make_pod_dict(name)
+    raw["status"]["conditions"] = list(conditions)
+    return objects.Pod.from_api(raw)
+
+
+HOUR_AGO = objects.format_time(fakes.NOW - timedelta(hours=1))
+MINUTE_AGO = objects.format_time(fakes.NOW - timedelta(minutes=1))
+
+
+def test_condition_reason_and_transition_time() -> None:
+    """A filter's reason must equal the condition's; its minimum idle time is since the transition."""
+    completed = {"type": "Initialized", "status": "True", "reason": "PodCompleted"}
+    pods = [
+        with_conditions("stale", {**completed, "lastTransitionTime": HOUR_AGO}),
+        with_conditions("recent", {**completed, "lastTransitionTime": MINUTE_AGO}),
+        with_conditions("other", {**completed, "reason": "Other", "lastTransitionTime": HOUR_AGO}),
+        with_conditions("no-time", completed),
     ]
+    args = {"conditions": [{"reason": "PodCompleted", "minTimeSinceLastTransitionSeconds": 300}]}
+    [evicted] = run(args, pods).evictions
+    assert (evicted.pod, evicted.reason) == (
+        "default/stale",
+        "condition Initialized=True (PodCompleted)",
+    )
+
+
+def test_states_reach_ephemeral_containers_only_when_asked() -> None:
+    """includingEphemeralContainers: an ephemeral container's terminated reason is a state."""
+    raw = builders.make_pod_dict("debugged")
+    raw["status"]["ephemeralContainerStatuses"] = [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}
+    ]
+    debugged = objects.Pod.from_api(raw)
+    assert run({"states": ["OOMKilled"]}, [debugged]).evictions == ()
+    with_flag = {"states": ["OOMKilled"], "includingEphemeralContainers": True}
+    assert run(with_flag, [debugged]).evicted_pods == ["default/debugged"]
 
 
 def test_snapshot_fixture() -> None:

@@ -392,3 +392,28 @@ class TestNode:
         """A bad annotation must not stop the node from loading."""
         node = builders.make_node("n", annotations={objects.ANNOTATION_RAW_ALLOCATABLE: value})
         assert node.raw_allocatable is None
+
+
+def test_pod_conditions_keep_reason_and_transition_time() -> None:
+    """PodLifeTime's condition filters read reason and lastTransitionTime; ephemeral statuses kept."""
+    raw = builders.make_pod_dict("p")
+    raw["status"]["conditions"] = [
+        {
+            "type": "Initialized",
+            "status": "True",
+            "reason": "PodCompleted",
+            "lastTransitionTime": "2024-05-01T10:00:00Z",
+        },
+        {"type": "Ready", "status": "False"},
+    ]
+    raw["status"]["ephemeralContainerStatuses"] = [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}
+    ]
+    pod = objects.Pod.from_api(raw)
+    first, ready = pod.conditions
+    assert (first.type, first.status, first.reason) == ("Initialized", "True", "PodCompleted")
+    assert first.last_transition_time == objects.parse_time("2024-05-01T10:00:00Z")
+    assert (ready.reason, ready.last_transition_time) == ("", None)
+    assert (pod.condition("Ready"), pod.condition("PodScheduled")) == ("False", None)
+    [debug] = pod.ephemeral_container_statuses
+    assert (debug.terminated_reason, debug.terminated_exit_code) == ("OOMKilled", 137)
