@@ -14,17 +14,24 @@ counts, whether the phase is a state) stay in `podlifetime.criteria` and
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from kube import objects
 
-EvictionKey = tuple[bool, float, str, str, str]
+EvictionKey = tuple[float, str, str, str]
+
+
+# A pod without `creationTimestamp` counts as created at the beginning of time,
+# as upstream reads Go's zero time (its age then exceeds every limit, and it sorts
+# first). The API server always sets the field; hand-made objects may not.
+_BEGINNING = datetime.min.replace(tzinfo=UTC)
 
 
 def age_seconds(pod: objects.Pod, now: datetime) -> int | None:
-    """Whole seconds since creation; None without a timestamp or when created in the future."""
-    created = pod.creation_timestamp
-    if created is None or created > now:
+    """Whole seconds since creation (no timestamp: since the beginning of time); None when
+    created in the future."""
+    created = pod.creation_timestamp or _BEGINNING
+    if created > now:
         return None
     return int((now - created).total_seconds())
 
@@ -76,7 +83,6 @@ def matched_exit_code(
 
 
 def oldest_first(pod: objects.Pod) -> EvictionKey:
-    """Lower sorts first: oldest, then namespace, name, UID (no timestamp last)."""
-    created = pod.creation_timestamp
-    stamp = created.timestamp() if created is not None else 0.0
-    return (created is None, stamp, pod.namespace, pod.name, pod.uid)
+    """Lower sorts first: oldest (no timestamp first), then namespace, name, UID."""
+    created = pod.creation_timestamp or _BEGINNING
+    return (created.timestamp(), pod.namespace, pod.name, pod.uid)

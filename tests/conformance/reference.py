@@ -216,6 +216,39 @@ def created(when: datetime) -> PodSetter:
     return set_created
 
 
+def no_status(raw: dict[str, Any]) -> None:
+    """No `status` at all, as `BuildTestPod` leaves it: phase "", no container statuses."""
+    raw["status"] = {}
+
+
+def phase(value: str) -> PodSetter:
+    def set_phase(raw: dict[str, Any]) -> None:
+        raw["status"]["phase"] = value
+
+    return set_phase
+
+
+def no_creation(raw: dict[str, Any]) -> None:
+    """No `creationTimestamp` (a Go zero time, which the API leaves out)."""
+    raw["metadata"].pop("creationTimestamp", None)
+
+
+def container_state(field: str = "containerStatuses", **state: Any) -> PodSetter:
+    """One container status with the given `state` (waiting/terminated/running dicts)."""
+
+    def set_state(raw: dict[str, Any]) -> None:
+        raw["status"][field] = [{"name": "c", "state": state}]
+
+    return set_state
+
+
+def conditions(*values: Mapping[str, Any]) -> PodSetter:
+    def set_conditions(raw: dict[str, Any]) -> None:
+        raw["status"]["conditions"] = [dict(v) for v in values]
+
+    return set_conditions
+
+
 def terminating(raw: dict[str, Any]) -> None:
     raw["metadata"]["deletionTimestamp"] = objects.format_time(NOW)
 
@@ -361,6 +394,19 @@ def run(
     source = framework.StaticSource(nodes=nodes, pods=pods, node_metrics=metrics, **state)
     h = fakes.harness(profile.policy(), plugins.registry(), source, clock=fakes.FixedClock(now))
     return h.runner.run_once()
+
+
+SPARE = node("spare", 1000, 3000, 10)
+
+
+def with_spare(nodes: Sequence[objects.Node]) -> list[objects.Node]:
+    """`nodes` plus an empty spare when there is only one.
+
+    Both runners refuse a cycle on fewer than two ready nodes (upstream's
+    `descheduler.go`: "eviction causes service disruption"); the plugins' own
+    tests call the plugin directly, so a single-node row gets an empty spare.
+    """
+    return [*nodes, SPARE] if len(nodes) < 2 else list(nodes)
 
 
 def evicted_names(report: CycleReport) -> list[str]:

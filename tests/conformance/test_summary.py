@@ -18,6 +18,7 @@ from tests.conformance import reference as ref
 from tests.conformance import (
     test_descheduler_highnodeutilization,
     test_descheduler_lownodeutilization,
+    test_descheduler_podlifetime,
     test_koordinator_lownodeload,
 )
 
@@ -26,6 +27,7 @@ MODULES = [
     test_koordinator_lownodeload,
     test_descheduler_lownodeutilization,
     test_descheduler_highnodeutilization,
+    test_descheduler_podlifetime,
 ]
 
 

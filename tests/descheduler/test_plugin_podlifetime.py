@@ -72,7 +72,12 @@ CASES = [
         [],
         id="created-in-the-future",
     ),
-    pytest.param({"maxPodLifeTimeSeconds": 0}, [pod("p", created=None)], [], id="no-creation-time"),
+    pytest.param(
+        {"maxPodLifeTimeSeconds": 10 * 365 * DAY},
+        [pod("p", created=None)],
+        ["default/p"],
+        id="no-creation-time-is-oldest",
+    ),
     pytest.param(
         {"states": ["Pending"]},
         [pod("p", phase="Pending"), pod("q")],
@@ -182,7 +187,7 @@ def test_cases(args: dict[str, Any], pods: list[objects.Pod], evicted: list[str]
 
 
 def test_oldest_first_across_nodes() -> None:
-    """Candidates go oldest first, whatever their node; pods without a timestamp last."""
+    """Candidates go oldest first, whatever their node; pods without a timestamp first."""
     pods = [
         pod("a", node="n1", created=builders.T0),
         pod("b", node="n2", created=builders.T0 - timedelta(days=3)),
@@ -190,7 +195,7 @@ def test_oldest_first_across_nodes() -> None:
         pod("d", node="n2", created=builders.T0, phase="Pending"),
     ]
     report = run({"states": ["Running", "Pending"]}, pods)
-    assert outcome(report)[0] == ["default/b", "default/a", "default/d", "default/c"]
+    assert outcome(report)[0] == ["default/c", "default/b", "default/a", "default/d"]
 
 
 def test_limit_keeps_the_oldest() -> None:

@@ -4,7 +4,8 @@ kubernetes-sigs/descheduler `pkg/framework/plugins/podlifetime/pod_lifetime.go`;
 a pod is a candidate when every configured criterion matches:
 
 - `maxPodLifeTimeSeconds`: whole seconds since `creationTimestamp` strictly
-  exceed it (a pod created in the future, or without a timestamp, does not);
+  exceed it (a pod created in the future does not; one without a timestamp,
+  as upstream reads Go's zero time, is older than any limit);
 - `states`: the pod's phase, its `status.reason`, or a container's waiting or
   terminated reason is listed (init containers too with
   `includingInitContainers`, ephemeral ones with `includingEphemeralContainers`);
