@@ -18,6 +18,7 @@ from tests.conformance import reference as ref
 from tests.conformance import (
     test_descheduler_highnodeutilization,
     test_descheduler_lownodeutilization,
+    test_descheduler_nodetaints,
     test_descheduler_podlifetime,
     test_koordinator_lownodeload,
 )
@@ -28,6 +29,7 @@ MODULES = [
     test_descheduler_lownodeutilization,
     test_descheduler_highnodeutilization,
     test_descheduler_podlifetime,
+    test_descheduler_nodetaints,
 ]
 
 
