@@ -20,6 +20,7 @@ from tests.conformance import (
     test_descheduler_lownodeutilization,
     test_descheduler_nodetaints,
     test_descheduler_podlifetime,
+    test_descheduler_removeduplicates,
     test_koordinator_lownodeload,
 )
 
@@ -30,6 +31,7 @@ MODULES = [
     test_descheduler_highnodeutilization,
     test_descheduler_podlifetime,
     test_descheduler_nodetaints,
+    test_descheduler_removeduplicates,
 ]
 
 
