@@ -396,7 +396,7 @@ def run(
     return h.runner.run_once()
 
 
-SPARE = node("spare", 1000, 3000, 10)
+SPARE = node("spare", 1000, 3000, 10, unschedulable)
 
 
 def with_spare(nodes: Sequence[objects.Node]) -> list[objects.Node]:
@@ -404,7 +404,8 @@ def with_spare(nodes: Sequence[objects.Node]) -> list[objects.Node]:
 
     Both runners refuse a cycle on fewer than two ready nodes (upstream's
     `descheduler.go`: "eviction causes service disruption"); the plugins' own
-    tests call the plugin directly, so a single-node row gets an empty spare.
+    tests call the plugin directly, so a single-node row gets an empty spare,
+    unschedulable so that no pod fits on it (nodeFit answers stay the same).
     """
     return [*nodes, SPARE] if len(nodes) < 2 else list(nodes)
 

@@ -21,6 +21,7 @@ from tests.conformance import (
     test_descheduler_nodetaints,
     test_descheduler_podlifetime,
     test_descheduler_removeduplicates,
+    test_descheduler_removefailedpods,
     test_koordinator_lownodeload,
 )
 
@@ -32,6 +33,7 @@ MODULES = [
     test_descheduler_podlifetime,
     test_descheduler_nodetaints,
     test_descheduler_removeduplicates,
+    test_descheduler_removefailedpods,
 ]
 
 
