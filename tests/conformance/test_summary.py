@@ -22,6 +22,7 @@ from tests.conformance import (
     test_descheduler_podlifetime,
     test_descheduler_removeduplicates,
     test_descheduler_removefailedpods,
+    test_descheduler_toomanyrestarts,
     test_koordinator_lownodeload,
 )
 
@@ -34,6 +35,7 @@ MODULES = [
     test_descheduler_nodetaints,
     test_descheduler_removeduplicates,
     test_descheduler_removefailedpods,
+    test_descheduler_toomanyrestarts,
 ]
 
 
