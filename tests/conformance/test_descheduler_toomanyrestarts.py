@@ -3,7 +3,7 @@
 Source: kubernetes-sigs/descheduler
 `pkg/framework/plugins/removepodshavingtoomanyrestarts/toomanyrestarts_test.go`
 (TestRemovePodsHavingTooManyRestarts). `initPods`: pod-0 .. pod-9 on node1,
-pod-i with 5·i init-container and 2 × 10·i container restarts (no phase, no
+pod-i with 5*i init-container and 2 x 10*i container restarts (no phase, no
 container states), pod-6 DaemonSet-owned, pod-7 with local storage, pod-8 a
 mirror pod, the rest owned by a Pod; plus a 150m pod on node4 and on node5.
 Rows run with DefaultEvictor `nodeFit` as set and the row's caps, and count
