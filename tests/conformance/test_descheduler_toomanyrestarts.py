@@ -60,7 +60,8 @@ def init_pods(apply: Apply | None = None) -> list[objects.Pod]:
         )
         for i in range(10)
     ]
-    return pods + [
+    return [
+        *pods,
         ref.pod("CPU-consumer-1", 150, 100, "node4", pod_owner),
         ref.pod("CPU-consumer-2", 150, 100, "node5", pod_owner),
     ]
