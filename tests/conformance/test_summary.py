@@ -18,6 +18,7 @@ from tests.conformance import reference as ref
 from tests.conformance import (
     test_descheduler_highnodeutilization,
     test_descheduler_lownodeutilization,
+    test_descheduler_nodeaffinity,
     test_descheduler_nodetaints,
     test_descheduler_podlifetime,
     test_descheduler_removeduplicates,
@@ -36,6 +37,7 @@ MODULES = [
     test_descheduler_removeduplicates,
     test_descheduler_removefailedpods,
     test_descheduler_toomanyrestarts,
+    test_descheduler_nodeaffinity,
 ]
 
 
