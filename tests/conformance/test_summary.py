@@ -17,6 +17,7 @@ import pytest
 from tests.conformance import reference as ref
 from tests.conformance import (
     test_descheduler_highnodeutilization,
+    test_descheduler_interpodantiaffinity,
     test_descheduler_lownodeutilization,
     test_descheduler_nodeaffinity,
     test_descheduler_nodetaints,
@@ -38,6 +39,7 @@ MODULES = [
     test_descheduler_removefailedpods,
     test_descheduler_toomanyrestarts,
     test_descheduler_nodeaffinity,
+    test_descheduler_interpodantiaffinity,
 ]
 
 
