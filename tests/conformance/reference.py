@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from descheduler import framework, plugins
 from descheduler.framework import CycleReport
 from kube import objects, quantity, slo
 from kube.classify import KubeQOS
@@ -359,26 +358,25 @@ def nodemetrics(
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Profile:
-    """One profile: plugins at their extension points, their args, DefaultEvictor's args."""
+    """One profile: one plugin (at balance or deschedule) with its args, DefaultEvictor's args,
+    and the policy's top-level fields (eviction caps)."""
 
     balance: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     deschedule: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     evictor: Mapping[str, Any] = dataclasses.field(default_factory=lambda: {"nodeFit": False})
     top: Mapping[str, Any] = dataclasses.field(default_factory=lambda: dict(NO_CAPS))
 
+    def one(self) -> tuple[str, str, Mapping[str, Any]]:
+        """(extension point, plugin name, args) of the profile's one plugin."""
+        [(point, name, args)] = [
+            *(("balance", n, a) for n, a in self.balance.items()),
+            *(("deschedule", n, a) for n, a in self.deschedule.items()),
+        ]
+        return point, name, args
+
     def policy(self) -> dict[str, Any]:
-        config = [{"name": name, "args": dict(args)} for name, args in self.balance.items()]
-        config += [{"name": name, "args": dict(args)} for name, args in self.deschedule.items()]
-        config.append({"name": "DefaultEvictor", "args": dict(self.evictor)})
-        profile = {
-            "name": "conformance",
-            "plugins": {
-                "balance": {"enabled": [{"name": n} for n in self.balance]},
-                "deschedule": {"enabled": [{"name": n} for n in self.deschedule]},
-            },
-            "pluginConfig": config,
-        }
-        return fakes.policy(profiles=[profile], **self.top)
+        point, name, args = self.one()
+        return fakes.plugin_policy(name, args, point=point, evictor=self.evictor, **self.top)
 
 
 def run(
@@ -388,12 +386,20 @@ def run(
     metrics: Sequence[slo.NodeMetric] = (),
     *,
     now: datetime = NOW,
-    **state: Any,
 ) -> CycleReport:
     """One real cycle (dry-run off, the fake eviction backend) over the case's cluster."""
-    source = framework.StaticSource(nodes=nodes, pods=pods, node_metrics=metrics, **state)
-    h = fakes.harness(profile.policy(), plugins.registry(), source, clock=fakes.FixedClock(now))
-    return h.runner.run_once()
+    point, name, args = profile.one()
+    return fakes.run_plugin(
+        name,
+        args,
+        pods,
+        point=point,
+        nodes=nodes,
+        evictor=profile.evictor,
+        clock=fakes.FixedClock(now),
+        node_metrics=metrics,
+        **profile.top,
+    )
 
 
 SPARE = node("spare", 1000, 3000, 10, unschedulable)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework, plugins
+from descheduler import framework
 from descheduler.framework import CycleReport, Reason
 from descheduler.plugins.lownodeutilization import classify, order
 from kube import objects, slo
@@ -47,22 +47,15 @@ def run(
     **top: Any,
 ) -> CycleReport:
     """One cycle with LowNodeUtilization as the only balance plugin."""
-    raw = fakes.policy(
-        profiles=[
-            {
-                "name": "p1",
-                "plugins": {"balance": {"enabled": [NAME]}},
-                "pluginConfig": [{"name": NAME, "args": D7_ARGS if args is None else args}],
-            }
-        ],
+    return fakes.run_plugin(
+        NAME,
+        D7_ARGS if args is None else args,
+        pods,
+        point="balance",
+        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes,
+        node_metrics=metrics,
         **top,
     )
-    source = framework.StaticSource(
-        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes,
-        pods=pods,
-        node_metrics=metrics,
-    )
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
 
 
 def skips(report: CycleReport) -> list[tuple[str, str]]:
