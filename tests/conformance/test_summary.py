@@ -25,6 +25,7 @@ from tests.conformance import (
     test_descheduler_removeduplicates,
     test_descheduler_removefailedpods,
     test_descheduler_toomanyrestarts,
+    test_descheduler_topologyspread,
     test_koordinator_lownodeload,
 )
 
@@ -40,6 +41,7 @@ MODULES = [
     test_descheduler_toomanyrestarts,
     test_descheduler_nodeaffinity,
     test_descheduler_interpodantiaffinity,
+    test_descheduler_topologyspread,
 ]
 
 
