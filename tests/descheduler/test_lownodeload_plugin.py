@@ -410,6 +410,8 @@ def test_pods_threshold_counts_the_pods_on_the_node() -> None:
     report = harness(world.source(), args).runner.run_once()
     assert len(report.evicted_pods) == 1
     after = {p.node: p.usage_after for p in report.projections if p.usage_after is not None}
+    before = {p.node: p.usage_before for p in report.projections if p.usage_before is not None}
+    assert (before["A"]["pods"], before["B"]["pods"]) == (6, 1)
     assert (after["A"]["pods"], after["B"]["pods"]) == (5, 2)
 
 

@@ -79,6 +79,7 @@ log = logging.getLogger("descheduler.plugins.lownodeload")
 _REFUSED_BY_EVICTOR = "refused_by_evictor"
 _PLAYED_A_PART = frozenset({Role.SOURCE, Role.DESTINATION})
 _NAMED = 10  # hot nodes named in a pool's no_destination note
+_ONE_POD = Resources({quantity.PODS: 1})
 # What a threshold may name and be measured: cpu and memory from the NodeMetric
 # (the only usages koordlet and the nodeqos agent report), pods as the count of
 # pods on the node (Koordinator's getNodeUsage). Anything else (ephemeral-storage,
@@ -311,12 +312,13 @@ class _Attempts:
         return _REFUSED_BY_EVICTOR
 
     def usage_of(self, node: str, pod: objects.Pod) -> Resources:
-        """The pod's usage as its node's NodeMetric reports it (nothing when unreported)."""
+        """The pod's usage as its node's NodeMetric reports it, with one `pods` (what moving
+        it moves, as `usage.NodeLoad.usage_of`); nothing when unreported."""
         found = self._pod_usage.get(node)
         if found is None:
             metric = self.metrics.get(node)
             entries = metric.status.pods_metric if metric is not None else ()
-            found = self._pod_usage[node] = {e.key: e.pod_usage for e in entries}
+            found = self._pod_usage[node] = {e.key: e.pod_usage + _ONE_POD for e in entries}
         return found.get(pod.key, EMPTY)
 
 
