@@ -658,3 +658,19 @@ def test_capacity(annotation: str | None, allocatable: tuple[str, str], expect: 
 
 
 ALL = (CASES, REASONS, FILTER_NODES, ANOMALY, RAW)
+
+
+def test_the_cool_down_shows_once_owners_have_uids() -> None:
+    """docs/deviations.md `cool-down`: "without priorities" with a real ReplicaSet (a UID).
+
+    The table's owner references have no UID, so no two pods share a workload
+    and the cool-down never applies (4 evictions, as the reference). Give the
+    same ReplicaSet a UID and nodeqos moves one pod of it per cycle.
+    """
+    same_rs = ref.owners(("ReplicaSet", "replicaset-1", "8d6c1e4e-rs-1"))
+    pods = [
+        *(pod(n, 400, 0, "n1", same_rs) for n in P1_5),
+        *protected("n1"),
+        pod("p9", 400, 0, "n2", rs_owner),
+    ]
+    assert len(run_row(CPU_PODS_30_50, three_nodes(), pods)) == 1
