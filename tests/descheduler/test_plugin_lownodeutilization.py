@@ -300,6 +300,15 @@ def test_a_pod_the_metric_does_not_report_is_not_moved() -> None:
     assert "does not report the pod" in report.skipped[0].detail
 
 
+def test_node_metrics_leave_out_pods_gone_from_the_node() -> None:
+    """a's NodeMetric still lists a-0 (1200m), evicted since: a is at 62.5%, below target."""
+    pods = [*pods_on("a", *["100m"] * 6), *pods_on("b", "100m"), *pods_on("c", "100m")]
+    still_there = [p for p in pods if p.name != "a-0"]
+    report = run(still_there, USAGE_ARGS, metrics=usage_metrics())
+    assert report.evictions == ()
+    assert notes(report) == [("not_source", "no node is above targetThresholds")]
+
+
 # -- pure helpers -------------------------------------------------------------------------
 
 
