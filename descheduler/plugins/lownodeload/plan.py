@@ -58,7 +58,7 @@ from descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool
 from descheduler.plugins.lownodeload.classify import Marks, Track
 from descheduler.plugins.lownodeload.cooldown import CoolDown
 from descheduler.plugins.lownodeload.outcome import (
-    LIMIT_REACHED,
+    LEFT_HOT,
     Answer,
     Decision,
     Limit,
@@ -67,27 +67,15 @@ from descheduler.plugins.lownodeload.outcome import (
     Plan,
     PoolReport,
     Role,
+    left_hot,
     reason_and_detail,
 )
 from kube import objects, selectors, slo
 
-__all__ = [
-    "COOL_DOWN",
-    "FILTERED",
-    "LEFT_HOT",
-    "METRICS_EXPIRED",
-    "NOTHING_EVICTABLE",
-    "NOT_SOURCE",
-    "NO_DESTINATION_HEADROOM",
-    "plan",
-]
+__all__ = ["COOL_DOWN", "FILTERED", "LEFT_HOT", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
 
 METRICS_EXPIRED = "metrics_expired"
 NOT_SOURCE = "not_source"
-NO_DESTINATION_HEADROOM = "no_destination_headroom"
-NOTHING_EVICTABLE = "nothing_evictable"
-# Why a source was left over its high marks (a source report's `reason`).
-LEFT_HOT = frozenset({NO_DESTINATION_HEADROOM, NOTHING_EVICTABLE, LIMIT_REACHED})
 COOL_DOWN = "cool_down"
 FILTERED = "filtered"
 _FINISHED = frozenset({"Succeeded", "Failed"})
@@ -269,35 +257,8 @@ class _Cycle:
         *,
         evicted: int,
     ) -> None:
-        """Record on the source's report why it is still over its high marks after its drain.
-
-        The first that applies: an eviction cap stopped the drain (`limit_reached`);
-        the destinations' headroom is used up, or every candidate would overload
-        them (`no_destination_headroom`); no candidate could go
-        (`nothing_evictable`, counting the refusals by reason).
-        """
-        if limit is not None:
-            code, why = LIMIT_REACHED, str(limit)
-        elif stop == fit.STOP_NO_HEADROOM:
-            code, why = (
-                NO_DESTINATION_HEADROOM,
-                "the destinations' headroom under their high marks is used up",
-            )
-        elif refused and all(d.reason == fit.WOULD_OVERLOAD for d in refused):
-            code = NO_DESTINATION_HEADROOM
-            why = f"each of the {len(refused)} candidates would overload every destination"
-        else:
-            code = NOTHING_EVICTABLE
-            counts: dict[str, int] = {}
-            for d in refused:
-                counts[str(d.reason)] = counts.get(str(d.reason), 0) + 1
-            why = (
-                "no candidate could go: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
-                if counts
-                else "it has no pod to move"
-            )
-        if evicted:
-            why = f"{evicted} evicted, then {why}"
+        """Record on the source's report why it is still over its high marks after its drain."""
+        code, why = left_hot(stop == fit.STOP_NO_HEADROOM, refused, limit, evicted=evicted)
         report = self.reports[name]
         self.reports[name] = dataclasses.replace(
             report, reason=code, detail=f"{report.detail}; {why}"
