@@ -12,7 +12,6 @@ process is always killed and every directory removed, children first.
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from agent import config, standalone
 from agent.collectors import FileReader
 from agent.schedule import SystemClock
 from metriccache import kinds
+from tests import busyprocess
 
 pytestmark = pytest.mark.realcgroup
 
@@ -36,20 +36,6 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_ROOT = Path("/proc")
 SUBSYSTEMS = ("cpu", "cpuacct", "memory")
 BALLAST_MIB = 32
-# Waits to be moved into the cgroup, touches every page of its ballast, says so on
-# stdout, then spins. The fixture waits for that line rather than sleeping: on a
-# slow or loaded machine a fixed sleep let the test read the pod's memory before
-# the ballast was all charged (33,497,088 bytes read, 33,554,432 expected).
-BALLAST_TOUCHED = b"ballast touched\n"
-BUSY = (
-    "import sys\n"
-    "sys.stdin.readline()\n"
-    f"ballast = bytearray(b'x' * ({BALLAST_MIB} << 20))\n"
-    f"sys.stdout.buffer.write({BALLAST_TOUCHED!r})\n"
-    "sys.stdout.flush()\n"
-    "while True: pass\n"
-)
-READY_TIMEOUT_S = 30.0
 
 
 def _unusable() -> str | None:
@@ -110,33 +96,18 @@ def real_tree(tmp_path: Path) -> Iterator[RealTree]:
 
 
 @pytest.fixture
-def busy_process(real_tree: RealTree) -> Iterator[subprocess.Popen[bytes]]:
+def busy_process(real_tree: RealTree) -> Iterator[busyprocess.BusyProcess]:
     """A spinning Python process moved into the container cgroup; always killed.
 
     v1 does not move memory charges with a task, so the process allocates (and
-    touches) its 32 MiB only once it has been moved.
+    touches) its 32 MiB only once it has been moved; the fixture returns once
+    the process says its ballast is touched (`tests.busyprocess`).
     """
-    proc = subprocess.Popen(
-        [sys.executable, "-c", BUSY], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
+    with busyprocess.spinning(ballast_mib=BALLAST_MIB) as busy:
         for container_dir in real_tree.container_dirs:
-            (container_dir / "cgroup.procs").write_text(str(proc.pid))
-        proc.stdin.write(b"go\n")
-        proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
-        line = proc.stdout.readline() if ready else b""
-        assert line == BALLAST_TOUCHED, (
-            f"the busy process did not report its ballast touched within {READY_TIMEOUT_S}s "
-            f"(read {line!r}, exit code {proc.poll()})"
-        )
-        yield proc
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
+            (container_dir / "cgroup.procs").write_text(str(busy.pid))
+        busy.release()
+        yield busy
 
 
 def _process_cpu_seconds(pid: int) -> float:
@@ -145,7 +116,7 @@ def _process_cpu_seconds(pid: int) -> float:
 
 
 def test_pod_cpu_matches_the_process_own_accounting(
-    tmp_path: Path, real_tree: RealTree, busy_process: subprocess.Popen[bytes]
+    tmp_path: Path, real_tree: RealTree, busy_process: busyprocess.BusyProcess
 ) -> None:
     """Over ~2 s the agent's pod CPU is within 10% of the process's utime+stime rate,
     and the pod's memory holds the process's ballast."""
