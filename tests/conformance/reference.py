@@ -379,6 +379,33 @@ class Profile:
         return fakes.plugin_policy(name, args, point=point, evictor=self.evictor, **self.top)
 
 
+_EVICTOR_KEYS = frozenset(
+    {"nodeFit", "ignorePvcPods", "evictLocalStoragePods", "evictSystemCriticalPods"}
+)
+
+
+def profile_of(
+    point: str, name: str, args: Mapping[str, Any], settings: Mapping[str, Any] = {}
+) -> Profile:
+    """A row's profile: DefaultEvictor keys of `settings` (nodeFit off unless set) to the
+    evictor, the rest (eviction caps) to the policy, caps otherwise lifted."""
+    evictor = {"nodeFit": False, **{k: v for k, v in settings.items() if k in _EVICTOR_KEYS}}
+    top = {**NO_CAPS, **{k: v for k, v in settings.items() if k not in _EVICTOR_KEYS}}
+    plugin = {name: args}
+    if point == "balance":
+        return Profile(balance=plugin, evictor=evictor, top=top)
+    return Profile(deschedule=plugin, evictor=evictor, top=top)
+
+
+def check(evicted: Sequence[str], expect: Expect) -> None:
+    """A row's answer: a count of evictions, or (a tuple) the names of the pods evicted."""
+    wanted = expect.wanted
+    if isinstance(wanted, tuple):
+        assert sorted(evicted) == sorted(wanted), evicted
+    else:
+        assert len(evicted) == wanted, evicted
+
+
 def run(
     profile: Profile,
     nodes: Sequence[objects.Node],

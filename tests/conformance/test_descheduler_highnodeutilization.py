@@ -254,22 +254,10 @@ def run(
     args: Mapping[str, Any],
     nodes: Sequence[objects.Node],
     pods: Sequence[objects.Pod],
-    *,
-    evictor: Mapping[str, Any],
-    top: Mapping[str, Any],
+    settings: Mapping[str, Any],
 ) -> list[str]:
-    profile = ref.Profile(
-        balance={"HighNodeUtilization": args}, evictor=evictor, top={**ref.NO_CAPS, **top}
-    )
+    profile = ref.profile_of("balance", "HighNodeUtilization", args, settings)
     return ref.evicted_names(ref.run(profile, nodes, pods))
-
-
-def check(evicted: list[str], expect: ref.Expect) -> None:
-    wanted = expect.wanted
-    if isinstance(wanted, tuple):
-        assert tuple(sorted(evicted)) == wanted
-    else:
-        assert len(evicted) == wanted, evicted
 
 
 @pytest.mark.parametrize(("args", "nodes", "pods", "expect"), CASES)
@@ -280,7 +268,7 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (or which pods, where the row names them)."""
-    check(run(args, nodes, pods, evictor={"nodeFit": True}, top={}), expect)
+    ref.check(run(args, nodes, pods, {"nodeFit": True}), expect)
 
 
 @pytest.mark.parametrize(("nodes", "pods", "expect"), TAINTS)
@@ -289,10 +277,7 @@ def test_taints(
 ) -> None:
     """A tainted node receives only the pods that tolerate its taint."""
     per_node = {"maxNoOfPodsToEvictPerNode": expect.reference}
-    check(
-        run({"thresholds": {"cpu": 40}}, nodes, pods, evictor={"nodeFit": False}, top=per_node),
-        expect,
-    )
+    ref.check(run({"thresholds": {"cpu": 40}}, nodes, pods, per_node), expect)
 
 
 ALL = (CASES, TAINTS)

@@ -331,22 +331,11 @@ def run(
     args: Mapping[str, Any],
     nodes: Sequence[objects.Node],
     pods: Sequence[objects.Pod],
-    top: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    profile = ref.Profile(
-        balance={"LowNodeUtilization": args},
-        evictor={"nodeFit": True},
-        top={**ref.NO_CAPS, **(top or {})},
-    )
+    settings = {"nodeFit": True, **(settings or {})}
+    profile = ref.profile_of("balance", "LowNodeUtilization", args, settings)
     return ref.evicted_names(ref.run(profile, nodes, pods))
-
-
-def check(evicted: list[str], expect: ref.Expect) -> None:
-    wanted = expect.wanted
-    if isinstance(wanted, tuple):
-        assert tuple(sorted(evicted)) == wanted
-    else:
-        assert len(evicted) == wanted, evicted
 
 
 @pytest.mark.parametrize(("args", "nodes", "pods", "expect"), CASES)
@@ -361,7 +350,7 @@ def test_case(
         with pytest.raises(ConfigError, match=r"evictableNamespaces\.include"):
             run(args, nodes, pods)
         return
-    check(run(args, nodes, pods), expect)
+    ref.check(run(args, nodes, pods), expect)
 
 
 @pytest.mark.parametrize(("nodes", "pods", "per_node", "expect"), TAINTS)
@@ -369,7 +358,7 @@ def test_taints(
     nodes: Sequence[objects.Node], pods: Sequence[objects.Pod], per_node: int, expect: ref.Expect
 ) -> None:
     """A destination's taint counts only for the pods that do not tolerate it."""
-    check(run(TAINT_ARGS, nodes, pods, {"maxNoOfPodsToEvictPerNode": per_node}), expect)
+    ref.check(run(TAINT_ARGS, nodes, pods, {"maxNoOfPodsToEvictPerNode": per_node}), expect)
 
 
 ALL = (CASES, TAINTS)

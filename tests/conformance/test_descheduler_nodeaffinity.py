@@ -224,18 +224,13 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions."""
-    caps = {k: v for k, v in settings.items() if k != "nodeFit"}
-    profile = ref.Profile(
-        deschedule={"RemovePodsViolatingNodeAffinity": {"nodeAffinityType": [kind]}},
-        evictor={"nodeFit": settings.get("nodeFit", False)},
-        top={**ref.NO_CAPS, **caps},
-    )
+    args = {"nodeAffinityType": [kind]}
+    profile = ref.profile_of("deschedule", "RemovePodsViolatingNodeAffinity", args, settings)
     if expect.wanted == CONFIG_ERROR:
         with pytest.raises(ConfigError, match="nodeAffinityType"):
             ref.run(profile, ref.with_spare(nodes), pods)
         return
-    evicted = ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods))
-    assert len(evicted) == expect.wanted, evicted
+    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
 
 
 ALL = (CASES,)

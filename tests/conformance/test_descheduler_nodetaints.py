@@ -242,7 +242,6 @@ CASES = [
     ),
 ]
 
-_EVICTOR = ("evictLocalStoragePods", "evictSystemCriticalPods", "nodeFit")
 _PLUGIN = ("includePreferNoSchedule", "excludedTaints", "includedTaints")
 
 
@@ -254,16 +253,10 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions."""
-    evictor = {"nodeFit": False, **{k: v for k, v in settings.items() if k in _EVICTOR}}
     args = {k: v for k, v in settings.items() if k in _PLUGIN}
-    caps = {k: v for k, v in settings.items() if k not in _EVICTOR and k not in _PLUGIN}
-    profile = ref.Profile(
-        deschedule={"RemovePodsViolatingNodeTaints": args},
-        evictor=evictor,
-        top={**ref.NO_CAPS, **caps},
-    )
-    evicted = ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods))
-    assert len(evicted) == expect.wanted, evicted
+    rest = {k: v for k, v in settings.items() if k not in _PLUGIN}
+    profile = ref.profile_of("deschedule", "RemovePodsViolatingNodeTaints", args, rest)
+    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
 
 
 def toleration(**raw: str) -> scheduling.Toleration:

@@ -589,11 +589,7 @@ def run(
     pods: Sequence[objects.Pod],
     settings: Mapping[str, Any],
 ) -> list[str]:
-    settings = dict(settings)
-    evictor = {"nodeFit": False, "ignorePvcPods": settings.pop("ignorePvcPods", False)}
-    profile = ref.Profile(
-        deschedule={"PodLifeTime": args}, evictor=evictor, top={**ref.NO_CAPS, **settings}
-    )
+    profile = ref.profile_of("deschedule", "PodLifeTime", args, settings)
     return ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods, now=NOW))
 
 
@@ -606,12 +602,7 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (or which pods, where the row names them)."""
-    evicted = run(args, nodes, pods, settings)
-    wanted = expect.wanted
-    if isinstance(wanted, tuple):
-        assert tuple(sorted(evicted)) == tuple(sorted(wanted))
-    else:
-        assert len(evicted) == wanted, evicted
+    ref.check(run(args, nodes, pods, settings), expect)
 
 
 VALIDATION = [

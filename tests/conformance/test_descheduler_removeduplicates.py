@@ -360,11 +360,9 @@ def test_case(
 ) -> None:
     """The row's number of evictions."""
     args = {k: v for k, v in settings.items() if k != "nodeFit"}
-    profile = ref.Profile(
-        balance={"RemoveDuplicates": args}, evictor={"nodeFit": settings.get("nodeFit", False)}
-    )
-    evicted = ref.evicted_names(ref.run(profile, nodes, pods))
-    assert len(evicted) == expect.wanted, evicted
+    evictor = {k: v for k, v in settings.items() if k == "nodeFit"}
+    profile = ref.profile_of("balance", "RemoveDuplicates", args, evictor)
+    ref.check(ref.evicted_names(ref.run(profile, nodes, pods)), expect)
 
 
 ALL = (FIND_CASES, UNIFORM_CASES)

@@ -241,9 +241,8 @@ def test_case(
     # The table builds its args without upstream's defaulting, so an unset
     # minPodLifetimeSeconds means no minimum there (defaulting would make it 3600).
     args = {"minPodLifetimeSeconds": 0, **args}
-    profile = ref.Profile(deschedule={"RemoveFailedPods": args}, evictor={"nodeFit": node_fit})
-    evicted = ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods))
-    assert len(evicted) == expect.wanted, evicted
+    profile = ref.profile_of("deschedule", "RemoveFailedPods", args, {"nodeFit": node_fit})
+    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
 
 
 ALL = (CASES,)

@@ -280,14 +280,8 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions."""
-    caps = {k: v for k, v in settings.items() if k != "nodeFit"}
-    profile = ref.Profile(
-        deschedule={"RemovePodsHavingTooManyRestarts": args},
-        evictor={"nodeFit": settings.get("nodeFit", False)},
-        top={**ref.NO_CAPS, **caps},
-    )
-    evicted = ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods))
-    assert len(evicted) == expect.wanted, evicted
+    profile = ref.profile_of("deschedule", "RemovePodsHavingTooManyRestarts", args, settings)
+    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
 
 
 ALL = (CASES,)

@@ -577,15 +577,11 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (and which pods, where the row lists them)."""
-    profile = ref.Profile(
-        balance={"RemovePodsViolatingTopologySpreadConstraint": args}, evictor={"nodeFit": node_fit}
+    settings = {"nodeFit": node_fit}
+    profile = ref.profile_of(
+        "balance", "RemovePodsViolatingTopologySpreadConstraint", args, settings
     )
-    evicted = ref.evicted_names(ref.run(profile, nodes, the_pods))
-    wanted = expect.wanted
-    if isinstance(wanted, tuple):
-        assert sorted(evicted) == sorted(wanted), evicted
-    else:
-        assert len(evicted) == wanted, evicted
+    ref.check(ref.evicted_names(ref.run(profile, nodes, the_pods)), expect)
 
 
 ALL = (CASES,)
