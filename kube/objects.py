@@ -40,6 +40,7 @@ __all__ = [
     "NodeName",
     "OwnerReference",
     "Pod",
+    "PodCondition",
     "PodUID",
     "format_time",
     "parse_time",
@@ -184,6 +185,26 @@ class ContainerStatus:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """One `status.conditions` entry of a pod (PodLifeTime filters on all four fields)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    last_transition_time: datetime | None = None
+
+    @classmethod
+    def from_api(cls, raw: Mapping[str, Any]) -> PodCondition:
+        """Parse a v1.PodCondition dict."""
+        return cls(
+            _intern(raw["type"]),
+            _intern(raw["status"]),
+            _intern(raw.get("reason") or ""),
+            parse_time(raw.get("lastTransitionTime")),
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pod:
     """What nodeqos knows about a pod. `node_name` is "" while unscheduled."""
@@ -220,7 +241,8 @@ class Pod:
     start_time: datetime | None
     container_statuses: tuple[ContainerStatus, ...]
     init_container_statuses: tuple[ContainerStatus, ...]
-    conditions: tuple[tuple[str, str], ...]
+    ephemeral_container_statuses: tuple[ContainerStatus, ...]
+    conditions: tuple[PodCondition, ...]
     resource_version: str
 
     @classmethod
@@ -301,7 +323,8 @@ class Pod:
             start_time=parse_time(status.get("startTime")),
             container_statuses=_statuses(status.get("containerStatuses")),
             init_container_statuses=_statuses(status.get("initContainerStatuses")),
-            conditions=_conditions(status.get("conditions")),
+            ephemeral_container_statuses=_statuses(status.get("ephemeralContainerStatuses")),
+            conditions=_shared(tuple(map(PodCondition.from_api, status.get("conditions") or ()))),
             resource_version=meta.get("resourceVersion", ""),
         )
 
@@ -316,10 +339,33 @@ class Pod:
         return next((o for o in self.owner_references if o.controller), None)
 
     @property
-    def is_daemonset_pod(self) -> bool:
-        """Whether a DaemonSet controls the pod."""
+    def workload_ref(self) -> OwnerReference | None:
+        """The owner that stands for the pod's workload: the controller, else the first owner.
+
+        One answer for every owner-based rule (duplicates' replica counts, the
+        cool-down, the snapshot's owner index), so a pod whose owners carry no
+        `controller: true` is still grouped with its siblings.
+        """
         ref = self.controller_ref
-        return ref is not None and ref.kind == "DaemonSet"
+        if ref is None and self.owner_references:
+            return self.owner_references[0]
+        return ref
+
+    @property
+    def is_daemonset_pod(self) -> bool:
+        """Whether any owner reference is a DaemonSet, controller or not.
+
+        Both references decide by kind alone (descheduler `utils.IsDaemonsetPod`,
+        Koordinator's evictor likewise): kube-controller-manager always sets
+        `controller`, but a hand-written or third-party owner reference may not,
+        and such a pod is still recreated on the node by its DaemonSet.
+        """
+        return any(ref.kind == "DaemonSet" for ref in self.owner_references)
+
+    @property
+    def is_bare(self) -> bool:
+        """A pod without any owner reference: nothing recreates it once evicted."""
+        return not self.owner_references
 
     @property
     def is_terminating(self) -> bool:
@@ -339,7 +385,7 @@ class Pod:
 
     def condition(self, type_: str) -> str | None:
         """The status ("True", "False", "Unknown") of a condition type, or None."""
-        return dict(self.conditions).get(type_)
+        return next((c.status for c in self.conditions if c.type == type_), None)
 
 
 def _affinity_terms(

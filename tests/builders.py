@@ -82,6 +82,7 @@ def make_pod_dict(
     qos: KubeQOS | KoordQOS = KubeQOS.BURSTABLE,
     owner: str | None = "ReplicaSet",
     owner_name: str | None = None,
+    owner_controller: bool = True,
     priority: int | None = 0,
     priority_class_name: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -108,7 +109,8 @@ def make_pod_dict(
     """A v1.Pod as the API server returns it. `qos` shapes the resources:
     a KubeQOS sets requests/limits to produce it; a KoordQOS also sets the
     `koordinator.sh/qosClass` label (BE uses batch-cpu/batch-memory, as
-    Koordinator's colocated BE pods do)."""
+    Koordinator's colocated BE pods do). `owner_controller=False` leaves the
+    owner reference without `controller: true`, as hand-written ones may be."""
     all_labels = dict(labels or {})
     if isinstance(qos, KoordQOS) and qos is not KoordQOS.NONE:
         all_labels.setdefault(classify.LABEL_QOS_CLASS, qos.value)
@@ -131,8 +133,8 @@ def make_pod_dict(
                 "kind": owner,
                 "name": oname,
                 "uid": _uid(owner, namespace, oname),
-                "controller": True,
-                "blockOwnerDeletion": True,
+                "controller": owner_controller,
+                "blockOwnerDeletion": owner_controller,
             }
         ]
     if deleting is not None:
@@ -264,10 +266,16 @@ def _bytes(value: Amount) -> int:
     return value if isinstance(value, int) else quantity.memory_bytes(value)
 
 
+_METRIC_FIELDS = frozenset({"priority", "qos"})
+
+
 def _pod_metric(key: str, usage: Amount | Mapping[str, Any]) -> slo.PodMetricInfo:
     namespace, _, name = key.rpartition("/")
     spec: Mapping[str, Any] = usage if isinstance(usage, Mapping) else {"cpu": usage}
     amounts = {"cpu": _millis(spec.get("cpu", 0)), "memory": _bytes(spec.get("memory", 0))}
+    for resource, amount in spec.items():  # extended resources, as some agents report them
+        if resource not in amounts and resource not in _METRIC_FIELDS:
+            amounts[resource] = int(amount)
     return slo.PodMetricInfo(
         name=name,
         namespace=namespace or "default",
@@ -291,7 +299,7 @@ def make_nodemetric(
     """A NodeMetric as an agent would report it.
 
     `pods` maps "name" or "namespace/name" to CPU usage, or to a mapping with
-    `cpu`, `memory`, `priority`, `qos`. Node CPU defaults to the pods' sum plus
+    `cpu`, `memory`, `priority`, `qos` and any other resource name (an integer). Node CPU defaults to the pods' sum plus
     `system_cpu`; system usage is node minus pods, floored at 0. With
     `aggregated`, every window's aggregations equal the instantaneous usage.
     """

@@ -177,9 +177,10 @@ def _usage(
 ) -> tuple[Resources | None, Resources | None]:
     """A load-aware plugin's projection when it made one, else the NodeMetric's report.
 
-    From a NodeMetric, load is systemUsage + every podsMetric entry (Koordinator's
-    LowNodeLoad sum); "after" takes off the reported usage of pods evicted from
-    the node (where they land is a scheduler's choice, so no node gains).
+    From a NodeMetric, load is systemUsage + the podsMetric entries of the pods
+    still bound to the node (LowNodeLoad's sum, DESIGN.md); "after" takes off the
+    reported usage of pods evicted from the node (where they land is a
+    scheduler's choice, so no node gains).
     """
     if projection is not None and projection.usage_before is not None:
         return projection.usage_before, projection.usage_after
@@ -188,7 +189,10 @@ def _usage(
         return None, None
     before = metric.status.node_metric.system_usage
     after = before
+    bound = {pod.key for pod in fresh.pods_on(node)}
     for entry in metric.status.pods_metric:
+        if entry.key not in bound:
+            continue  # the pod has left the node since the report
         before = before + entry.pod_usage
         if entry.key not in evicted:
             after = after + entry.pod_usage

@@ -119,15 +119,22 @@ class Decisions:
             f": {detail}" if detail else "",
         )
 
-    def note(self, reason: Reason, detail: str = "", *, plugin: str = "") -> None:
-        """A plugin- or cycle-level reason for doing nothing ("no underutilized nodes")."""
+    def note(self, reason: Reason, detail: str = "", *, plugin: str = "", node: str = "") -> None:
+        """A plugin- or cycle-level reason for doing nothing ("no underutilized nodes").
+
+        With `node`, the note says why a hot node was left hot; it also counts
+        into `nodeqos_descheduler_unrelieved_nodes_total{plugin,reason}`.
+        """
         cycle = self._cell.current()
-        cycle.log.notes.append(Note(reason, detail, plugin, self.profile))
+        cycle.log.notes.append(Note(reason, detail, plugin, self.profile, node))
+        if node:
+            self._metrics.unrelieved_nodes.labels(plugin, reason.value).inc()
         log.info(
-            "%s%s%s: %s%s",
+            "%s%s%s: %s%s%s",
             mode(cycle.dry_run),
             f"{plugin} " if plugin else "",
             f"(profile {self.profile})" if self.profile else "",
+            f"node {node} left hot: " if node else "",
             reason.value,
             f": {detail}" if detail else "",
         )

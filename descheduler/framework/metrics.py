@@ -63,6 +63,12 @@ class Metrics:
             ["plugin", "reason"],
             registry=registry,
         )
+        self.unrelieved_nodes = Counter(
+            "nodeqos_descheduler_unrelieved_nodes_total",
+            "Hot nodes a balance plugin left over their high marks in a cycle, by reason code.",
+            ["plugin", "reason"],
+            registry=registry,
+        )
         self.dry_run = Gauge(
             "nodeqos_descheduler_dry_run",
             "1 when the descheduler only simulates evictions (dryRun: true).",

@@ -28,6 +28,10 @@ class Reason(enum.StrEnum):
     POD_GONE = "pod_gone"  # deleted, or replaced by a namesake with another UID
     WOULD_OVERLOAD_DESTINATION = "would_overload_destination"
     NO_DESTINATION = "no_destination"  # e.g. "no underutilized nodes"
+    # A hot node left hot: its destinations' headroom was used up (often by this
+    # cycle's earlier moves), or every candidate would overload them.
+    NO_DESTINATION_HEADROOM = "no_destination_headroom"
+    NOTHING_EVICTABLE = "nothing_evictable"  # a hot node whose candidates were all refused
     NOT_SOURCE = "not_source"  # the pod's node is not one the plugin drains
     COOL_DOWN = "cool_down"  # its workload was moved recently (anti ping-pong)
     API_UNAVAILABLE = "api_unavailable"  # the API server could not be reached

@@ -62,12 +62,18 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """A cycle- or plugin-level reason for doing nothing ("no underutilized nodes")."""
+    """A cycle- or plugin-level reason for doing nothing ("no underutilized nodes").
+
+    `node` is set when the note is about one node, e.g. a hot node a balance
+    plugin left hot (and why: `no_destination_headroom`, `nothing_evictable`,
+    `limit_reached`, ...).
+    """
 
     reason: Reason
     detail: str = ""
     plugin: str = ""
     profile: str = ""
+    node: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +81,7 @@ class Note:
             "detail": self.detail,
             "plugin": self.plugin,
             "profile": self.profile,
+            "node": self.node,
         }
 
 

@@ -84,9 +84,7 @@ def _in_pod_order(pods: Iterable[objects.Pod]) -> list[objects.Pod]:
 
 def owner_uid(pod: objects.Pod) -> str | None:
     """The controller's UID, else the first owner's (upstream indexes all owner refs)."""
-    ref = pod.controller_ref
-    if ref is None and pod.owner_references:
-        ref = pod.owner_references[0]
+    ref = pod.workload_ref
     return ref.uid if ref is not None else None
 
 

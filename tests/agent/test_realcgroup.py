@@ -28,6 +28,7 @@ from agent import config, standalone
 from agent.collectors import FileReader
 from agent.schedule import SystemClock
 from metriccache import kinds
+from tests import busyprocess
 
 pytestmark = pytest.mark.realcgroup
 
@@ -35,9 +36,6 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_ROOT = Path("/proc")
 SUBSYSTEMS = ("cpu", "cpuacct", "memory")
 BALLAST_MIB = 32
-BUSY = (
-    f"import sys\nsys.stdin.readline()\nballast = b'x' * ({BALLAST_MIB} << 20)\nwhile True: pass\n"
-)
 
 
 def _unusable() -> str | None:
@@ -98,24 +96,18 @@ def real_tree(tmp_path: Path) -> Iterator[RealTree]:
 
 
 @pytest.fixture
-def busy_process(real_tree: RealTree) -> Iterator[subprocess.Popen[bytes]]:
+def busy_process(real_tree: RealTree) -> Iterator[busyprocess.BusyProcess]:
     """A spinning Python process moved into the container cgroup; always killed.
 
     v1 does not move memory charges with a task, so the process allocates (and
-    touches) its 32 MiB only once it has been moved.
+    touches) its 32 MiB only once it has been moved; the fixture returns once
+    the process says its ballast is touched (`tests.busyprocess`).
     """
-    proc = subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.PIPE)
-    assert proc.stdin is not None
-    try:
+    with busyprocess.spinning(ballast_mib=BALLAST_MIB) as busy:
         for container_dir in real_tree.container_dirs:
-            (container_dir / "cgroup.procs").write_text(str(proc.pid))
-        proc.stdin.write(b"go\n")
-        proc.stdin.flush()
-        yield proc
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdin.close()
+            (container_dir / "cgroup.procs").write_text(str(busy.pid))
+        busy.release()
+        yield busy
 
 
 def _process_cpu_seconds(pid: int) -> float:
@@ -124,7 +116,7 @@ def _process_cpu_seconds(pid: int) -> float:
 
 
 def test_pod_cpu_matches_the_process_own_accounting(
-    tmp_path: Path, real_tree: RealTree, busy_process: subprocess.Popen[bytes]
+    tmp_path: Path, real_tree: RealTree, busy_process: busyprocess.BusyProcess
 ) -> None:
     """Over ~2 s the agent's pod CPU is within 10% of the process's utime+stime rate,
     and the pod's memory holds the process's ballast."""
@@ -143,7 +135,6 @@ def test_pod_cpu_matches_the_process_own_accounting(
             cgroups.CgroupVersion.V1,
             cgroups.Driver.CGROUPFS,
         )
-        time.sleep(0.2)  # let the process get going
         cpu_before, wall_before = _process_cpu_seconds(busy_process.pid), time.monotonic()
         agent.collection.run_round()
         time.sleep(2.0)

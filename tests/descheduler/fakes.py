@@ -8,7 +8,11 @@
 
 `StaticSource` (the real one) is the in-memory ClusterSource; `FakeBackend`
 stands in for the Eviction API; `ScriptedPlugin` runs a test's function as a
-Deschedule/Balance plugin.
+Deschedule/Balance plugin. The per-plugin test modules (and tests/conformance)
+run one plugin through `run_plugin` and read `outcome`:
+
+    report = run_plugin("PodLifeTime", {"maxPodLifeTimeSeconds": 60}, pods)
+    assert outcome(report) == (["default/p"], [])
 """
 
 from __future__ import annotations
@@ -186,3 +190,56 @@ def harness(
 
 def nodes(*names: str, **overrides: Any) -> list[objects.Node]:
     return [builders.make_node(name, **overrides) for name in names]
+
+
+def plugin_policy(
+    name: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    point: str = "deschedule",
+    evictor: Mapping[str, Any] | None = None,
+    **top: Any,
+) -> dict[str, Any]:
+    """A policy with one profile "p1" running plugin `name` at `point` (and DefaultEvictor)."""
+    config: list[dict[str, Any]] = [{"name": name, "args": dict(args or {})}]
+    if evictor is not None:
+        config.append({"name": "DefaultEvictor", "args": dict(evictor)})
+    profile = {"name": "p1", "plugins": {point: {"enabled": [name]}}, "pluginConfig": config}
+    return policy(profiles=[profile], **top)
+
+
+def run_plugin(
+    name: str,
+    args: Mapping[str, Any] | None,
+    pods: Iterable[objects.Pod],
+    *,
+    point: str = "deschedule",
+    nodes: Iterable[objects.Node] | None = None,
+    evictor: Mapping[str, Any] | None = None,
+    backend: FakeBackend | None = None,
+    clock: FixedClock | None = None,
+    **state_and_top: Any,
+) -> framework.CycleReport:
+    """One cycle of `plugin_policy(...)` over a StaticSource (nodes n1, n2 by default).
+
+    Keywords the StaticSource takes (node_metrics, namespaces, pdbs, ...) go to
+    it; the rest are the policy's top-level fields (maxNoOfPodsToEvictTotal, ...).
+    """
+    state = {k: v for k, v in state_and_top.items() if k in _SOURCE_FIELDS}
+    top = {k: v for k, v in state_and_top.items() if k not in _SOURCE_FIELDS}
+    raw = plugin_policy(name, args, point=point, evictor=evictor, **top)
+    source = framework.StaticSource(
+        nodes=list(nodes) if nodes is not None else [builders.make_node(n) for n in ("n1", "n2")],
+        pods=list(pods),
+        **state,
+    )
+    return harness(raw, plugins.registry(), source, backend=backend, clock=clock).runner.run_once()
+
+
+_SOURCE_FIELDS = frozenset({"node_metrics", "namespaces", "pdbs", "priority_classes"})
+
+
+def outcome(report: framework.CycleReport) -> tuple[list[str], list[tuple[str, str]]]:
+    """(evicted pods in order, (pod, reason code) of every skip); the cycle must not fail."""
+    assert not report.failures
+    return report.evicted_pods, [(s.pod, s.reason_code.value) for s in report.skipped]

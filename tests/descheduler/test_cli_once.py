@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from descheduler import plugins
 from kube import controlplane, localcluster, objects, rest
 
 pytestmark = pytest.mark.controlplane
@@ -201,8 +200,6 @@ def test_once_lownodeload_d1_dry_run_then_for_real(
     control_plane: controlplane.ControlPlane, tmp_path: pathlib.Path, cluster: Cluster
 ) -> None:
     """D1 end to end: --dry-run names a-1000 and writes nothing; a real run evicts it."""
-    if plugins.registry().entry("LowNodeLoad").factory is None:
-        pytest.skip("LowNodeLoad not wired yet")
     usage = {
         "a": {
             "a-1200": 1200,

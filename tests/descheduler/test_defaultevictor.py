@@ -59,6 +59,12 @@ pod = builders.make_pod
         pytest.param(pod("p"), {}, None, id="ordinary-replicaset-pod"),
         pytest.param(pod("p", owner="DaemonSet"), {}, "DaemonSet pod", id="daemonset"),
         pytest.param(
+            pod("p", owner="DaemonSet", owner_controller=False),
+            {},
+            "DaemonSet pod",
+            id="daemonset-owner-without-controller-flag",
+        ),
+        pytest.param(
             pod("p", owner="DaemonSet"),
             {"evictDaemonSetPods": True},
             None,
@@ -258,6 +264,16 @@ def test_min_replicas_counts_the_owners_pods() -> None:
     evictor = plugin({"minReplicas": 2}, pods=(lone, *pair))
     assert refused(evictor.filter(lone)) == "owner has 1 replicas, fewer than minReplicas 2"
     assert evictor.filter(pair[0]) is None
+
+
+def test_min_replicas_counts_owners_without_controller_flag() -> None:
+    """minReplicas groups by the first owner when no reference is the controller."""
+    pair = [pod(n, owner_name="rs-c", owner_controller=False) for n in ("x", "y")]
+    evictor = plugin({"minReplicas": 2}, pods=tuple(pair))
+    assert evictor.filter(pair[0]) is None
+    assert refused(plugin({"minReplicas": 3}, pods=tuple(pair)).filter(pair[0])) == (
+        "owner has 2 replicas, fewer than minReplicas 3"
+    )
 
 
 def test_pdb_coverage_lets_covered_pods_through() -> None:

@@ -98,6 +98,7 @@ def test_commit_moves_usage_and_requests() -> None:
     before_a, before_b = world.ledger.requested(a), world.ledger.requested(b)
     world.ledger.commit(world.pod("a1000"), a, b)
     assert (world.ledger.usage(a).cpu, world.ledger.usage(b).cpu) == (2700, 1400)
+    assert (world.ledger.usage(a)["pods"], world.ledger.usage(b)["pods"]) == (1, 2)
     assert world.ledger.requested(a) == {**before_a, "cpu": 100, "memory": 128 * 2**20, "pods": 1}
     assert world.ledger.requested(b)["pods"] == before_b["pods"] + 1
     assert world.ledger.moves == {world.pod("a1000").uid: (a, b)}
@@ -118,9 +119,9 @@ def test_prod_usage_follows_moves_made_before_it_was_asked() -> None:
         world.ledger.commit(world.pod("batch"), a, b)  # not prod: prod usage stays
         world.ledger.commit(world.pod("a700"), a, None)
     for world in (early, late):
-        assert world.ledger.prod_usage(a) == {"cpu": 0, "memory": 0}
-        assert world.ledger.prod_usage(b) == {"cpu": 1400, "memory": 0}
-        assert world.ledger.amounts(b, Track.PROD) == {"cpu": 1400, "memory": 0}
+        assert world.ledger.prod_usage(a) == {"cpu": 0, "memory": 0, "pods": 0}
+        assert world.ledger.prod_usage(b) == {"cpu": 1400, "memory": 0, "pods": 2}
+        assert world.ledger.amounts(b, Track.PROD) == {"cpu": 1400, "memory": 0, "pods": 2}
         assert world.ledger.usage(a).cpu == 0 and world.ledger.usage(b).cpu == 3400
 
 

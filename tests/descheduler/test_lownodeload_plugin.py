@@ -18,6 +18,7 @@ import pytest
 from descheduler import framework, plugins
 from descheduler.framework import CycleReport, Handle, Reason, Snapshot
 from descheduler.plugins import lownodeload
+from descheduler.plugins.lownodeload.plugin import unmeasured_resources
 from kube import eviction, objects
 from tests import builders
 from tests.descheduler import fakes
@@ -195,9 +196,19 @@ def test_d2_no_destination_no_eviction() -> None:
     assert report.evictions == ()
     assert h.backend.calls == []
     assert report.skipped == ()
-    [note] = report.notes
-    assert (note.reason, note.plugin, note.profile) == (Reason.NO_DESTINATION, "LowNodeLoad", "p1")
-    assert note.detail == "no underutilized nodes; hot nodes left as they are: A"
+    [pool, node] = report.notes
+    assert (pool.reason, pool.plugin, pool.profile) == (Reason.NO_DESTINATION, "LowNodeLoad", "p1")
+    assert (pool.detail, pool.node) == ("no underutilized nodes; hot nodes left as they are: A", "")
+    assert (node.reason, node.node) == (Reason.NO_DESTINATION, "A")
+    assert node.detail == "node A: no underutilized nodes for its node load"
+    assert (
+        h.sample(
+            "nodeqos_descheduler_unrelieved_nodes_total",
+            plugin="LowNodeLoad",
+            reason="no_destination",
+        )
+        == 1
+    )
     assert usage_cpu(report) == {"A": (3700, 3700)}
 
 
@@ -210,7 +221,13 @@ def test_d2_tainted_only_destination_every_candidate_no_fit() -> None:
     assert h.backend.calls == []
     assert sorted(skips(report)) == sorted((p, "LowNodeLoad", Reason.NO_FIT) for p in D1_A)
     assert {s.detail for s in report.skipped} == {"B: untolerated taint dedicated=db:NoSchedule"}
-    assert report.notes == ()
+    assert [(n.reason, n.node, n.detail) for n in report.notes] == [
+        (
+            Reason.NOTHING_EVICTABLE,
+            "A",
+            "node A: cpu usage 92.50% > high mark 70.00%; no candidate could go: 6 no_fit",
+        )
+    ]
     assert (
         h.sample("nodeqos_descheduler_decisions_total", plugin="LowNodeLoad", reason="no_fit") == 6
     )
@@ -220,9 +237,10 @@ def test_no_destination_note_names_ten_hot_nodes() -> None:
     """A big cluster's no_destination note names ten hot nodes and counts the rest."""
     hot = {f"H{i:02d}": {f"h{i:02d}": 3700} for i in range(12)}
     report = harness(World({**hot, "M": {"m2000": 2000}}).source()).runner.run_once()
-    [note] = report.notes
+    [note, *per_node] = report.notes
     names = ", ".join(f"H{i:02d}" for i in range(10))
     assert note.detail == f"no underutilized nodes; hot nodes left as they are: {names} and 2 more"
+    assert [n.node for n in per_node] == [f"H{i:02d}" for i in range(12)]  # every one, by name
 
 
 # -- D3 --------------------------------------------------------------------------------
@@ -246,6 +264,7 @@ def test_d3_stale_metrics_are_ignored_then_fresh_ones_count() -> None:
     assert [(n.reason, n.detail) for n in first.notes] == [
         (Reason.NO_DESTINATION, "no underutilized nodes; hot nodes left as they are: H"),
         (Reason.METRICS_EXPIRED, "node A's NodeMetric is 300s old; neither source nor destination"),
+        (Reason.NO_DESTINATION, "node H: no underutilized nodes for its node load"),
     ]
     assert "A" not in usage_cpu(first)
 
@@ -289,6 +308,31 @@ def test_every_candidate_gets_exactly_one_record() -> None:
     ]
     assert report.skipped[1].detail.startswith("DefaultEvictor: ")
     assert usage_cpu(report) == {"A": (3700, 2700), "B": (400, 1400)}
+
+
+def test_daemonset_owner_without_controller_flag_is_never_moved() -> None:
+    """A DaemonSet owner reference protects the pod even without `controller: true`."""
+    world = World(
+        {"A": {"ds": 1500, "a1000": 1000, "a900": 900, "a300": 300}, "B": {"b400": 400}},
+        pod_kw={"ds": {"owner": "DaemonSet", "owner_controller": False, "priority": -1}},
+    )
+    report = harness(world.source()).runner.run_once()
+    assert report.evicted_pods == ["default/a900"]
+    assert skips(report) == [("ds", "LowNodeLoad", Reason.FILTERED)]
+    assert report.skipped[0].detail == "DefaultEvictor: DaemonSet pod"
+
+
+def test_pods_that_left_since_the_report_do_not_keep_a_node_hot() -> None:
+    """A's NodeMetric still lists a 1500m pod that is gone: A is at 47.5%, nothing moves."""
+    world = World({"A": {"a1000": 1000, "a900": 900}, "B": {"b400": 400}})
+    metrics = world.metrics(fakes.NOW)
+    metrics[0] = builders.make_nodemetric(
+        "A", pods={"a1000": 1000, "a900": 900, "gone": 1500}, update_time=fakes.NOW
+    )
+    source = framework.StaticSource(nodes=world.nodes(), pods=world.pods(), node_metrics=metrics)
+    report = harness(source).runner.run_once()
+    assert (report.evicted_pods, report.skipped) == ([], ())
+    assert "A" not in usage_cpu(report)  # neither source nor destination
 
 
 def test_plugin_args_filters_are_recorded() -> None:
@@ -347,3 +391,96 @@ def test_paused_does_nothing(caplog: pytest.LogCaptureFixture) -> None:
     assert (report.evictions, report.skipped, report.notes) == ((), (), ())
     assert h.backend.calls == []
     assert "LowNodeLoad (profile p1) is paused" in caplog.text
+
+
+# -- resources a Koordinator config may name ----------------------------------------------
+
+
+def test_pods_threshold_counts_the_pods_on_the_node() -> None:
+    """`pods` is the pod count against allocatable pods: A (6 of 10) gives one pod to B (1)."""
+    world = World(
+        {"A": {f"a{i}": 100 for i in range(6)}, "B": {"b0": 100}},
+        node_kw={"A": {"pods": "10"}, "B": {"pods": "10"}},
+    )
+    args = {
+        "lowThresholds": {"pods": 30},
+        "highThresholds": {"pods": 50},
+        "anomalyCondition": {"consecutiveAbnormalities": 1},
+    }
+    report = harness(world.source(), args).runner.run_once()
+    assert len(report.evicted_pods) == 1
+    after = {p.node: p.usage_after for p in report.projections if p.usage_after is not None}
+    before = {p.node: p.usage_before for p in report.projections if p.usage_before is not None}
+    assert (before["A"]["pods"], before["B"]["pods"]) == (6, 1)
+    assert (after["A"]["pods"], after["B"]["pods"]) == (5, 2)
+
+
+def test_thresholds_no_agent_reports_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """A threshold on ephemeral-storage or an extended resource warns once at start-up."""
+    args = {
+        "lowThresholds": {"cpu": 30, "pods": 30, "ephemeral-storage": 30},
+        "highThresholds": {"cpu": 70, "pods": 50, "ephemeral-storage": 60},
+    }
+    with caplog.at_level(logging.WARNING, logger="descheduler.plugins.lownodeload"):
+        harness(World(D1).source(), args)
+    assert "thresholds on ephemeral-storage read the NodeMetric" in caplog.text
+    marks = {"cpu": 1, "memory": 2, "pods": 3}
+    measured = lownodeload.Args.from_mapping({"lowThresholds": marks, "highThresholds": marks})
+    assert unmeasured_resources(measured) == []
+
+
+# -- every hot node left hot says why ---------------------------------------------------------
+
+
+def test_second_hot_node_finds_the_only_destination_full() -> None:
+    """A's move fills B; H's candidates would all overload it: H's note says no_destination_headroom."""
+    world = World(
+        {
+            "A": {"a1600": 1600, "a1200": 1200, "a900": 900},  # 92.5%, 900m over
+            "H": {"h2000": 2000, "h1600": 1600},  # 90%, 800m over
+            "B": {"b1000": 1000},  # 25%: 1800m of headroom under 70%
+        }
+    )
+    h = harness(world.source())
+    report = h.runner.run_once()
+    assert report.evicted_pods == ["default/a900"]
+    [note] = report.notes
+    assert (note.reason, note.node, note.plugin) == (
+        Reason.NO_DESTINATION_HEADROOM,
+        "H",
+        "LowNodeLoad",
+    )
+    assert note.detail == (
+        "node H: cpu usage 90.00% > high mark 70.00%; "
+        "each of the 2 candidates would overload every destination"
+    )
+    assert note.to_dict()["node"] == "H"
+    assert (
+        h.sample(
+            "nodeqos_descheduler_unrelieved_nodes_total",
+            plugin="LowNodeLoad",
+            reason="no_destination_headroom",
+        )
+        == 1
+    )
+
+
+def test_headroom_used_up_stops_the_drain_with_a_reason() -> None:
+    """H (hottest) fills B past its high mark; A is then not drained at all, and says why."""
+    world = World(
+        {
+            "A": {"a1800": 1800, "a1000": 1000, "a900": 900},  # 92.5%, 900m over
+            "H": {f"h{i}": 950 for i in range(4)},  # 95%, 1000m over, no pod covers it
+            "B": {"b1000": 1000},  # 25%: 1800m of headroom
+        }
+    )
+    args = {**D1_ARGS, "nodeFit": False}
+    report = harness(world.source(), args).runner.run_once()
+    assert report.evicted_pods == ["default/h0", "default/h1"]
+    assert usage_cpu(report)["B"] == (1000, 2900)
+    [note] = report.notes
+    assert (note.reason, note.node) == (Reason.NO_DESTINATION_HEADROOM, "A")
+    assert note.detail == (
+        "node A: cpu usage 92.50% > high mark 70.00%; "
+        "the destinations' headroom under their high marks is used up"
+    )

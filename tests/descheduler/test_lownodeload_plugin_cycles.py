@@ -249,7 +249,14 @@ def test_per_node_limit_moves_on_to_the_next_source() -> None:
     # and A's other candidates are not tried at all
     assert skips(report) == [("a400", "LowNodeLoad", Reason.LIMIT_REACHED)]
     assert [s.detail for s in report.skipped] == ["maxNoOfPodsToEvictPerNode reached on node A"]
-    assert report.notes == ()
+    assert [(n.reason, n.node, n.detail) for n in report.notes] == [
+        (
+            Reason.LIMIT_REACHED,
+            "A",
+            "node A: cpu usage 92.50% > high mark 70.00%; "
+            "1 evicted, then maxNoOfPodsToEvictPerNode reached on node A",
+        )
+    ]
     assert usage_cpu(report)["A"] == (3700, 2900)
 
 
@@ -283,7 +290,9 @@ def test_total_limit_stops_everything_after_it() -> None:
     assert h.backend.calls == ["default/a900"]
     assert skips(report) == [("h900", "LowNodeLoad", Reason.LIMIT_REACHED)]
     assert [s.detail for s in report.skipped] == ["maxNoOfPodsToEvictTotal reached"]
-    [note] = report.notes
+    [left_hot, note] = report.notes
+    assert (left_hot.reason, left_hot.node) == (Reason.LIMIT_REACHED, "H")
+    assert left_hot.detail.endswith("; maxNoOfPodsToEvictTotal reached")
     assert (note.reason, note.plugin, note.profile) == (Reason.LIMIT_REACHED, "LowNodeLoad", "p1")
     assert note.detail == "maxNoOfPodsToEvictTotal reached: 1 more candidate was not tried"
     assert (

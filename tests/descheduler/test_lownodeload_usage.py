@@ -21,10 +21,40 @@ def test_load_is_system_usage_plus_pod_usage() -> None:
     """Node load = systemUsage + Σ podsMetric podUsage, per resource."""
     node = make_node("n1")
     metric = make_nodemetric("n1", pods={"a": 1200, "b": 300}, system_cpu=250)
-    load = usage.node_load(node, metric, [], now=T0, expiration=EXPIRY)
+    pods = [make_pod("a", node="n1"), make_pod("b", node="n1")]
+    load = usage.node_load(node, metric, pods, now=T0, expiration=EXPIRY)
     assert isinstance(load, usage.NodeLoad)
-    assert load.usage == {"cpu": 1750, "memory": NODE_MEMORY_USAGE}
+    assert load.usage == {"cpu": 1750, "memory": NODE_MEMORY_USAGE, "pods": 2}
     assert usage.percentages(load.usage, load.capacity)["cpu"] == pytest.approx(43.75)
+
+
+def test_pods_that_left_the_node_no_longer_count() -> None:
+    """Only entries of pods still bound count: an evicted or rescheduled pod's usage is gone."""
+    metric = make_nodemetric("n1", pods={"stay": 1000, "evicted": 1500, "moved": 700})
+    pods = [make_pod("stay", node="n1"), make_pod("moved", node="n2")]
+    load = usage.node_load(make_node("n1"), metric, pods[:1], now=T0, expiration=EXPIRY)
+    assert isinstance(load, usage.NodeLoad)
+    assert (load.usage.cpu, load.usage["pods"]) == (1000, 1)
+    assert [e.key for e in load.entries] == ["default/stay"]
+    assert usage.bound_load(metric, pods[:1]).cpu == 1000
+    assert usage.bound_load(metric, pods).cpu == 1700  # bound_load trusts the pods it is given
+
+
+def test_arrivals_count_where_they_land() -> None:
+    """A pod projected to arrive this cycle counts on its destination, with one pod."""
+    metric = make_nodemetric("n2", pods={"b": 400, "a": 1200})
+    arrived = [make_pod("a", node="n1")]
+    load = usage.node_load(
+        make_node("n2"),
+        metric,
+        [make_pod("b", node="n2")],
+        now=T0,
+        expiration=EXPIRY,
+        arrived=arrived,
+    )
+    assert isinstance(load, usage.NodeLoad)
+    assert (load.usage.cpu, load.usage["pods"]) == (1600, 2)
+    assert load.pods == (make_pod("b", node="n2"),)
 
 
 def test_node_usage_field_is_not_used() -> None:
@@ -39,7 +69,8 @@ def test_node_usage_field_is_not_used() -> None:
             update_time=T0, node_metric=skewed, pods_metric=metric.status.pods_metric
         ),
     )
-    load = usage.node_load(make_node("n1"), metric, [], now=T0, expiration=EXPIRY)
+    pods = [make_pod("a", node="n1")]
+    load = usage.node_load(make_node("n1"), metric, pods, now=T0, expiration=EXPIRY)
     assert isinstance(load, usage.NodeLoad)
     assert load.usage.cpu == 1100
 
@@ -108,8 +139,8 @@ def test_prod_usage_counts_prod_pods_only() -> None:
     metric = make_nodemetric("n1", pods={"web": 1000, "batch": 700, "mid": 300, "gone": 50})
     load = usage.node_load(make_node("n1"), metric, pods, now=T0, expiration=EXPIRY)
     assert isinstance(load, usage.NodeLoad)
-    assert load.prod_usage.cpu == 1000
-    assert load.usage.cpu == 2050
+    assert (load.prod_usage.cpu, load.prod_usage["pods"]) == (1000, 1)
+    assert (load.usage.cpu, load.usage["pods"]) == (2000, 3)  # "gone" left the node
 
 
 def test_pod_without_metric_uses_nothing() -> None:

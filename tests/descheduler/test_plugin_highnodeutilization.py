@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework, plugins
 from descheduler.framework import CycleReport
 from descheduler.plugins.highnodeutilization import plugin as hnu
 from kube import objects
@@ -43,20 +42,14 @@ def run(
     **top: Any,
 ) -> CycleReport:
     """One cycle with HighNodeUtilization as the only balance plugin."""
-    raw = fakes.policy(
-        profiles=[
-            {
-                "name": "p1",
-                "plugins": {"balance": {"enabled": [NAME]}},
-                "pluginConfig": [{"name": NAME, "args": ARGS if args is None else args}],
-            }
-        ],
+    return fakes.run_plugin(
+        NAME,
+        ARGS if args is None else args,
+        pods,
+        point="balance",
+        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes,
         **top,
     )
-    source = framework.StaticSource(
-        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes, pods=pods
-    )
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
 
 
 def skips(report: CycleReport) -> list[tuple[str, str]]:

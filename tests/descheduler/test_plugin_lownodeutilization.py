@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework, plugins
+from descheduler import framework
 from descheduler.framework import CycleReport, Reason
 from descheduler.plugins.lownodeutilization import classify, order
 from kube import objects, slo
@@ -47,22 +47,15 @@ def run(
     **top: Any,
 ) -> CycleReport:
     """One cycle with LowNodeUtilization as the only balance plugin."""
-    raw = fakes.policy(
-        profiles=[
-            {
-                "name": "p1",
-                "plugins": {"balance": {"enabled": [NAME]}},
-                "pluginConfig": [{"name": NAME, "args": D7_ARGS if args is None else args}],
-            }
-        ],
+    return fakes.run_plugin(
+        NAME,
+        D7_ARGS if args is None else args,
+        pods,
+        point="balance",
+        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes,
+        node_metrics=metrics,
         **top,
     )
-    source = framework.StaticSource(
-        nodes=fakes.nodes("a", "b", "c") if nodes is None else nodes,
-        pods=pods,
-        node_metrics=metrics,
-    )
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
 
 
 def skips(report: CycleReport) -> list[tuple[str, str]]:
@@ -305,6 +298,15 @@ def test_a_pod_the_metric_does_not_report_is_not_moved() -> None:
     assert report.evicted_pods == ["default/a-0"]
     assert skips(report) == [("default/a-unreported", "no_fit")]
     assert "does not report the pod" in report.skipped[0].detail
+
+
+def test_node_metrics_leave_out_pods_gone_from_the_node() -> None:
+    """a's NodeMetric still lists a-0 (1200m), evicted since: a is at 62.5%, below target."""
+    pods = [*pods_on("a", *["100m"] * 6), *pods_on("b", "100m"), *pods_on("c", "100m")]
+    still_there = [p for p in pods if p.name != "a-0"]
+    report = run(still_there, USAGE_ARGS, metrics=usage_metrics())
+    assert report.evictions == ()
+    assert notes(report) == [("not_source", "no node is above targetThresholds")]
 
 
 # -- pure helpers -------------------------------------------------------------------------

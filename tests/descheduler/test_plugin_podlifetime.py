@@ -23,20 +23,10 @@ pod = builders.make_pod
 
 def run(args: dict[str, Any], pods: list[objects.Pod], **top: Any) -> framework.CycleReport:
     """One cycle (at fakes.NOW) of a profile running only this plugin (and DefaultEvictor)."""
-    profile = {
-        "name": "p1",
-        "plugins": {"deschedule": {"enabled": [NAME]}},
-        "pluginConfig": [{"name": NAME, "args": args}],
-    }
-    raw = fakes.policy(profiles=[profile], **top)
-    source = framework.StaticSource(nodes=fakes.nodes("n1", "n2"), pods=pods)
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
+    return fakes.run_plugin(NAME, args, pods, **top)
 
 
-def outcome(report: framework.CycleReport) -> tuple[list[str], list[tuple[str, str]]]:
-    """(evicted pods in order, (pod, reason code) of every skip)."""
-    assert not report.failures
-    return report.evicted_pods, [(s.pod, s.reason_code.value) for s in report.skipped]
+outcome = fakes.outcome
 
 
 def shaped(
@@ -72,7 +62,12 @@ CASES = [
         [],
         id="created-in-the-future",
     ),
-    pytest.param({"maxPodLifeTimeSeconds": 0}, [pod("p", created=None)], [], id="no-creation-time"),
+    pytest.param(
+        {"maxPodLifeTimeSeconds": 10 * 365 * DAY},
+        [pod("p", created=None)],
+        ["default/p"],
+        id="no-creation-time-is-oldest",
+    ),
     pytest.param(
         {"states": ["Pending"]},
         [pod("p", phase="Pending"), pod("q")],
@@ -182,7 +177,7 @@ def test_cases(args: dict[str, Any], pods: list[objects.Pod], evicted: list[str]
 
 
 def test_oldest_first_across_nodes() -> None:
-    """Candidates go oldest first, whatever their node; pods without a timestamp last."""
+    """Candidates go oldest first, whatever their node; pods without a timestamp first."""
     pods = [
         pod("a", node="n1", created=builders.T0),
         pod("b", node="n2", created=builders.T0 - timedelta(days=3)),
@@ -190,7 +185,7 @@ def test_oldest_first_across_nodes() -> None:
         pod("d", node="n2", created=builders.T0, phase="Pending"),
     ]
     report = run({"states": ["Running", "Pending"]}, pods)
-    assert outcome(report)[0] == ["default/b", "default/a", "default/d", "default/c"]
+    assert outcome(report)[0] == ["default/c", "default/b", "default/a", "default/d"]
 
 
 def test_limit_keeps_the_oldest() -> None:
@@ -215,34 +210,43 @@ def test_eviction_reason_lists_what_matched() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "problem"),
-    [
-        pytest.param(
-            {"conditions": [{"type": "Ready", "reason": "PodCompleted"}]},
-            "conditions[0].reason (pod condition reasons are not read)",
-            id="condition-reason",
-        ),
-        pytest.param(
-            {"conditions": [{"type": "Ready", "minTimeSinceLastTransitionSeconds": 60}]},
-            "conditions[0].minTimeSinceLastTransitionSeconds "
-            "(pod condition transition times are not read)",
-            id="condition-transition-time",
-        ),
-        pytest.param(
-            {"states": ["Running"], "includingEphemeralContainers": True},
-            "includingEphemeralContainers with states (ephemeral container statuses are not read)",
-            id="ephemeral-containers",
-        ),
-    ],
-)
-def test_unsupported_settings_are_refused_at_start_up(args: dict[str, Any], problem: str) -> None:
-    """Settings the pod view cannot answer stop the profile from starting, named."""
-    with pytest.raises(framework.StartupError) as caught:
-        run(args, [])
-    assert caught.value.problems == [
-        f"profiles[0] (p1): plugin PodLifeTime: not supported yet: {problem}"
+def with_conditions(name: str, *conditions: dict[str, Any]) -> objects.Pod:
+    raw = builders.make_pod_dict(name)
+    raw["status"]["conditions"] = list(conditions)
+    return objects.Pod.from_api(raw)
+
+
+HOUR_AGO = objects.format_time(fakes.NOW - timedelta(hours=1))
+MINUTE_AGO = objects.format_time(fakes.NOW - timedelta(minutes=1))
+
+
+def test_condition_reason_and_transition_time() -> None:
+    """A filter's reason must equal the condition's; its minimum idle time is since the transition."""
+    completed = {"type": "Initialized", "status": "True", "reason": "PodCompleted"}
+    pods = [
+        with_conditions("stale", {**completed, "lastTransitionTime": HOUR_AGO}),
+        with_conditions("recent", {**completed, "lastTransitionTime": MINUTE_AGO}),
+        with_conditions("other", {**completed, "reason": "Other", "lastTransitionTime": HOUR_AGO}),
+        with_conditions("no-time", completed),
     ]
+    args = {"conditions": [{"reason": "PodCompleted", "minTimeSinceLastTransitionSeconds": 300}]}
+    [evicted] = run(args, pods).evictions
+    assert (evicted.pod, evicted.reason) == (
+        "default/stale",
+        "condition Initialized=True (PodCompleted)",
+    )
+
+
+def test_states_reach_ephemeral_containers_only_when_asked() -> None:
+    """includingEphemeralContainers: an ephemeral container's terminated reason is a state."""
+    raw = builders.make_pod_dict("debugged")
+    raw["status"]["ephemeralContainerStatuses"] = [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}
+    ]
+    debugged = objects.Pod.from_api(raw)
+    assert run({"states": ["OOMKilled"]}, [debugged]).evictions == ()
+    with_flag = {"states": ["OOMKilled"], "includingEphemeralContainers": True}
+    assert run(with_flag, [debugged]).evicted_pods == ["default/debugged"]
 
 
 def test_snapshot_fixture() -> None:

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework, plugins
 from descheduler.framework import CycleReport
 from descheduler.plugins.removeduplicates import groups
 from kube import eviction, objects
@@ -51,20 +50,15 @@ def run(
     **top: Any,
 ) -> CycleReport:
     """One cycle with RemoveDuplicates as the only balance plugin."""
-    raw = fakes.policy(
-        profiles=[
-            {
-                "name": "p1",
-                "plugins": {"balance": {"enabled": [NAME]}},
-                "pluginConfig": [{"name": NAME, "args": args or {}}],
-            }
-        ],
+    return fakes.run_plugin(
+        NAME,
+        args,
+        pods,
+        point="balance",
+        nodes=fakes.nodes(*NODES) if nodes is None else nodes,
+        backend=backend,
         **top,
     )
-    source = framework.StaticSource(
-        nodes=fakes.nodes(*NODES) if nodes is None else nodes, pods=pods
-    )
-    return fakes.harness(raw, plugins.registry(), source, backend=backend).runner.run_once()
 
 
 def skips(report: CycleReport) -> list[tuple[str, str]]:

@@ -21,20 +21,10 @@ pod = builders.make_pod
 
 def run(args: dict[str, Any], pods: list[objects.Pod], **top: Any) -> framework.CycleReport:
     """One cycle of a profile running only this plugin (and DefaultEvictor) on n1, n2."""
-    profile = {
-        "name": "p1",
-        "plugins": {"deschedule": {"enabled": [NAME]}},
-        "pluginConfig": [{"name": NAME, "args": args}],
-    }
-    raw = fakes.policy(profiles=[profile], **top)
-    source = framework.StaticSource(nodes=fakes.nodes("n1", "n2"), pods=pods)
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
+    return fakes.run_plugin(NAME, args, pods, **top)
 
 
-def outcome(report: framework.CycleReport) -> tuple[list[str], list[tuple[str, str]]]:
-    """(evicted pods in order, (pod, reason code) of every skip)."""
-    assert not report.failures
-    return report.evicted_pods, [(s.pod, s.reason_code.value) for s in report.skipped]
+outcome = fakes.outcome
 
 
 def status(name: str, restarts: int, waiting: str | None = None) -> dict[str, Any]:

@@ -39,24 +39,12 @@ def run(
     **top: Any,
 ) -> framework.CycleReport:
     """One cycle of a profile running only this plugin (and DefaultEvictor)."""
-    profile = {
-        "name": "p1",
-        "plugins": {"deschedule": {"enabled": [NAME]}},
-        "pluginConfig": [{"name": NAME, "args": args}],
-    }
-    raw = fakes.policy(profiles=[profile], **top)
-    source = framework.StaticSource(
-        nodes=fakes.nodes("n1", "n2") if nodes is None else nodes,
-        pods=pods,
-        namespaces=namespaces,
+    return fakes.run_plugin(
+        NAME, args, pods, nodes=nodes, namespaces=namespaces, backend=backend, **top
     )
-    return fakes.harness(raw, plugins.registry(), source, backend=backend).runner.run_once()
 
 
-def outcome(report: framework.CycleReport) -> tuple[list[str], list[tuple[str, str]]]:
-    """(evicted pods in order, (pod, reason code) of every skip)."""
-    assert not report.failures
-    return report.evicted_pods, [(s.pod, s.reason_code.value) for s in report.skipped]
+outcome = fakes.outcome
 
 
 def anti(app: str, key: str = HOSTNAME, **term: Any) -> dict[str, Any]:

@@ -30,19 +30,10 @@ def run(
     **top: Any,
 ) -> framework.CycleReport:
     """One cycle of a profile running only this plugin (and DefaultEvictor)."""
-    config: list[dict[str, Any]] = [{"name": NAME, "args": args}]
-    if evictor is not None:
-        config.append({"name": "DefaultEvictor", "args": evictor})
-    profile = {"name": "p1", "plugins": {"deschedule": {"enabled": [NAME]}}, "pluginConfig": config}
-    raw = fakes.policy(profiles=[profile], **top)
-    source = framework.StaticSource(nodes=nodes, pods=pods)
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
+    return fakes.run_plugin(NAME, args, pods, nodes=nodes, evictor=evictor, **top)
 
 
-def outcome(report: framework.CycleReport) -> tuple[list[str], list[tuple[str, str]]]:
-    """(evicted pods in order, (pod, reason code) of every skip)."""
-    assert not report.failures
-    return report.evicted_pods, [(s.pod, s.reason_code.value) for s in report.skipped]
+outcome = fakes.outcome
 
 
 def requires(key: str, *values: str) -> dict[str, Any]:

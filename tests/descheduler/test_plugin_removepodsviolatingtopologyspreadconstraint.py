@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework, plugins
 from descheduler.framework import CycleReport
 from descheduler.plugins.removepodsviolatingtopologyspreadconstraint import spread
 from kube import objects
@@ -78,18 +77,9 @@ def run(
     **top: Any,
 ) -> CycleReport:
     """One cycle with the plugin as the only balance plugin."""
-    raw = fakes.policy(
-        profiles=[
-            {
-                "name": "p1",
-                "plugins": {"balance": {"enabled": [NAME]}},
-                "pluginConfig": [{"name": NAME, "args": args or {}}],
-            }
-        ],
-        **top,
+    return fakes.run_plugin(
+        NAME, args, pods, point="balance", nodes=zone_nodes() if nodes is None else nodes, **top
     )
-    source = framework.StaticSource(nodes=zone_nodes() if nodes is None else nodes, pods=pods)
-    return fakes.harness(raw, plugins.registry(), source).runner.run_once()
 
 
 def skips(report: CycleReport) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from descheduler import cli, config, framework, plugins
@@ -46,6 +46,11 @@ profiles:
       highThresholds: {cpu: 70}
       anomalyCondition: {consecutiveAbnormalities: 1}
 """
+
+
+def yaml_config(text: str) -> dict[str, Any]:
+    parsed: dict[str, Any] = yaml.safe_load(text)
+    return parsed
 
 
 def write(tmp_path: pathlib.Path, name: str, text: str) -> pathlib.Path:
@@ -183,8 +188,6 @@ def test_every_candidate_gets_a_decision_and_a_reason() -> None:
 
 def test_lownodeload_d1_through_simulate(tmp_path: pathlib.Path) -> None:
     """D1 via simulate: exactly a-1000 goes; node-a is projected at 67.5%, node-b at 35%."""
-    if plugins.registry().entry("LowNodeLoad").factory is None:
-        pytest.skip("LowNodeLoad not wired yet")
     body = simulate_json(write(tmp_path, "c.yaml", LOWNODELOAD_D1))
     assert [(e["pod"], e["node"], e["plugin"]) for e in body["evictions"]] == [
         ("default/a-1000", "node-a", "LowNodeLoad")
@@ -194,6 +197,45 @@ def test_lownodeload_d1_through_simulate(tmp_path: pathlib.Path) -> None:
         "node-b": ("usage", {"cpu": 10.0, "memory": 10.0}, {"cpu": 35.0, "memory": 10.0}),
         "node-c": ("usage", {"cpu": 50.0, "memory": 10.0}, {"cpu": 50.0, "memory": 10.0}),
     }
+
+
+def test_node_rows_count_only_pods_still_bound() -> None:
+    """simulate's NodeMetric reading leaves out the entry of a pod no longer on the node."""
+    from tests import builders
+
+    source = framework.StaticSource(
+        nodes=[builders.make_node("n1")],
+        pods=[builders.make_pod("stay", node="n1")],
+        node_metrics=[builders.make_nodemetric("n1", pods={"stay": 1000, "gone": 2000})],
+    )
+    cfg = config.decode_configuration(fakes.policy(), plugins=plugins.registry().catalog())
+    now = datetime(2024, 5, 1, 12, 0, 30, tzinfo=UTC)
+    result = simulate.run(cfg, source, plugins.registry(), now=now)
+    [row] = result.nodes
+    assert (row.basis, row.before["cpu"], row.after["cpu"]) == ("usage", 25.0, 25.0)
+
+
+def test_a_hot_node_left_hot_is_a_note_naming_it() -> None:
+    """simulate JSON: the hot node with no destination gets a note with its name and reason."""
+    from tests import builders
+
+    source = framework.StaticSource(
+        nodes=[builders.make_node("hot"), builders.make_node("warm")],
+        pods=[builders.make_pod("h", node="hot"), builders.make_pod("w", node="warm")],
+        node_metrics=[
+            builders.make_nodemetric("hot", pods={"h": 3700}),
+            builders.make_nodemetric("warm", pods={"w": 2000}),
+        ],
+    )
+    cfg = config.decode_configuration(
+        yaml_config(LOWNODELOAD_D1), plugins=plugins.registry().catalog()
+    )
+    now = datetime(2024, 5, 1, 12, 0, 30, tzinfo=UTC)
+    body = simulate.run(cfg, source, plugins.registry(), now=now).to_dict()
+    assert [(n["reason"], n["node"]) for n in body["notes"]] == [
+        ("no_destination", ""),
+        ("no_destination", "hot"),
+    ]
 
 
 def test_config_may_come_before_the_subcommand(tmp_path: pathlib.Path) -> None:

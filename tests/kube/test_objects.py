@@ -64,9 +64,20 @@ class TestPodBasics:
         assert (pod.node_name, pod.priority, pod.start_time) == ("", None, None)
 
     def test_daemonset_pod_and_pods_without_owner(self) -> None:
-        """is_daemonset_pod follows the controller reference; no owner means no controller_ref."""
+        """is_daemonset_pod reads every owner reference; no owner means bare, no workload."""
         assert builders.make_pod("ds", owner="DaemonSet").is_daemonset_pod
-        assert builders.make_pod("bare", owner=None).controller_ref is None
+        loose = builders.make_pod("ds2", owner="DaemonSet", owner_controller=False)
+        assert loose.controller_ref is None
+        assert loose.is_daemonset_pod
+        assert not builders.make_pod("rs", owner="ReplicaSet").is_daemonset_pod
+        bare = builders.make_pod("bare", owner=None)
+        assert (bare.controller_ref, bare.workload_ref, bare.is_bare) == (None, None, True)
+
+    def test_workload_ref_falls_back_to_the_first_owner(self) -> None:
+        """Without a controller reference the first owner stands for the workload."""
+        pod = builders.make_pod("p", owner="ReplicaSet", owner_controller=False)
+        assert pod.workload_ref is not None
+        assert (pod.workload_ref.kind, pod.is_bare) == ("ReplicaSet", False)
 
     def test_annotations_are_kept_except_last_applied(self) -> None:
         """Arbitrary annotations stay readable; kubectl's manifest copy is dropped."""
@@ -381,3 +392,28 @@ class TestNode:
         """A bad annotation must not stop the node from loading."""
         node = builders.make_node("n", annotations={objects.ANNOTATION_RAW_ALLOCATABLE: value})
         assert node.raw_allocatable is None
+
+
+def test_pod_conditions_keep_reason_and_transition_time() -> None:
+    """PodLifeTime's condition filters read reason and lastTransitionTime; ephemeral statuses kept."""
+    raw = builders.make_pod_dict("p")
+    raw["status"]["conditions"] = [
+        {
+            "type": "Initialized",
+            "status": "True",
+            "reason": "PodCompleted",
+            "lastTransitionTime": "2024-05-01T10:00:00Z",
+        },
+        {"type": "Ready", "status": "False"},
+    ]
+    raw["status"]["ephemeralContainerStatuses"] = [
+        {"name": "debug", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}
+    ]
+    pod = objects.Pod.from_api(raw)
+    first, ready = pod.conditions
+    assert (first.type, first.status, first.reason) == ("Initialized", "True", "PodCompleted")
+    assert first.last_transition_time == objects.parse_time("2024-05-01T10:00:00Z")
+    assert (ready.reason, ready.last_transition_time) == ("", None)
+    assert (pod.condition("Ready"), pod.condition("PodScheduled")) == ("False", None)
+    [debug] = pod.ephemeral_container_statuses
+    assert (debug.terminated_reason, debug.terminated_exit_code) == ("OOMKilled", 137)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from cgroups import CgroupFS, CgroupVersion, Driver, Resource
 from metriccache import MetricCache, Sample, kinds
 from qosmanager import Evictor, Handle, QoSMetrics, ResourceExecutor
 from qosmanager.plugins.cpusuppress import CPUSuppress
+from tests import busyprocess
 from tests.qosmanager.builders import (
     LS,
     FakeEvictionAPI,
@@ -106,10 +105,10 @@ def test_cfs_quota_policy_throttles_a_busy_be_process(
 ) -> None:
     """Budget 0.3 core -> quota 30000/100000: a spinning BE process gets 0.3 core +-15%."""
     _make_cgroup(real_fs, BE_DIR)
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    with busyprocess.spinning() as busy:
         for sub in SUBSYSTEMS:
             (real_fs.dir(BE_DIR, subsystem=sub) / "cgroup.procs").write_text(str(busy.pid))
+        busy.release()  # spinning before the quota is measured, however slow the start
         now = time.time()
         cache = MetricCache(kinds.default_registry(), clock=time.time)
         # 2 cores x 65% = 1.3; LS pod 0.5; system 1.0 - 0.5 = 0.5 -> 0.3 core for BE
@@ -150,9 +149,6 @@ def test_cfs_quota_policy_throttles_a_busy_be_process(
         assert 0.3 * (1 - TOLERANCE) <= cores <= 0.3 * (1 + TOLERANCE), (
             f"measured {cores:.3f} cores"
         )
-    finally:
-        busy.kill()
-        busy.wait()
 
 
 def test_leveled_quota_raise_passes_the_kernels_hierarchy_check(

@@ -77,7 +77,7 @@ class DefaultEvictor:
         )
         if args.label_selector is not None and not args.label_selector.matches(pod.labels):
             problems.append(f"labels do not match labelSelector {args.label_selector}")
-        if args.min_replicas > 1 and pod.owner_references:
+        if args.min_replicas > 1 and not pod.is_bare:
             replicas = self._replicas(snapshot, pod)
             if replicas < args.min_replicas:
                 problems.append(
@@ -104,8 +104,8 @@ class DefaultEvictor:
 
     @staticmethod
     def _replicas(snapshot: Snapshot, pod: objects.Pod) -> int:
-        ref = pod.controller_ref or pod.owner_references[0]
-        return len(snapshot.pods_of_owner(ref.uid))
+        ref = pod.workload_ref
+        return 0 if ref is None else len(snapshot.pods_of_owner(ref.uid))
 
     # -- pre-eviction filter ---------------------------------------------------------
 

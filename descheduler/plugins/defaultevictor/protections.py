@@ -81,7 +81,7 @@ def optional(
 ) -> list[str]:
     """Protections the evict annotation lifts; `threshold` is the resolved priority threshold."""
     found = []
-    if not pod.owner_references:
+    if pod.is_bare:
         if PodProtection.FAILED_BARE_PODS in protections:
             found.append("bare pod (no owner)")
         elif pod.phase != "Failed":

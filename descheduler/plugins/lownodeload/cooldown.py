@@ -4,8 +4,13 @@ Evicting several replicas of one workload in quick succession, or evicting the
 replacement of a pod just moved, is how load balancing turns into ping-pong.
 The plugin keeps one `CoolDown` across cycles; `plan` asks `blocked_until`
 before trying a pod and calls `record` once an eviction is accepted. Workloads
-are keyed by the uid of the pod's controller owner reference; a pod without a
-controller is never cooled. Time comes from the `now` each call is given.
+are keyed by the uid of the pod's workload owner (`Pod.workload_ref`: the
+controller, else the first owner), except that a ReplicaSet made by a
+Deployment stands for its Deployment: during a rollout the old and the new
+ReplicaSet are one workload. The Deployment controller names a ReplicaSet
+`<deployment>-<pod-template-hash>` and labels its pods with that hash, which
+is how the Deployment is found without listing ReplicaSets. A bare pod is
+never cooled. Time comes from the `now` each call is given.
 
 A dry run should plan against `fork()`, so that an eviction that never
 happened does not cool the workload for the next cycle.
@@ -20,6 +25,7 @@ from kube import objects
 __all__ = ["DEFAULT_PERIOD", "CoolDown"]
 
 DEFAULT_PERIOD = timedelta(minutes=5)
+POD_TEMPLATE_HASH = "pod-template-hash"  # apps/v1 DefaultDeploymentUniqueLabelKey
 
 
 class CoolDown:
@@ -31,9 +37,14 @@ class CoolDown:
 
     @staticmethod
     def key(pod: objects.Pod) -> str | None:
-        """The workload a pod belongs to: its controller's uid, or None."""
-        ref = pod.controller_ref
-        return ref.uid if ref is not None and ref.uid else None
+        """The workload a pod belongs to: its Deployment, else its owner's uid, or None."""
+        ref = pod.workload_ref
+        if ref is None:
+            return None
+        template_hash = pod.labels.get(POD_TEMPLATE_HASH)
+        if ref.kind == "ReplicaSet" and template_hash and ref.name.endswith("-" + template_hash):
+            return f"{pod.namespace}/Deployment/{ref.name[: -len(template_hash) - 1]}"
+        return ref.uid or None
 
     def blocked_until(self, pod: objects.Pod, now: datetime) -> datetime | None:
         """The end of the pod's workload's cool-down when it is still running, else None."""

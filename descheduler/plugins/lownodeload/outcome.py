@@ -3,7 +3,8 @@
 The plugin turns these into the framework's report: each `Decision` is one
 candidate pod (evicted, or a reason code from the framework's vocabulary,
 e.g. "no_fit"), each `NodeReport` says what part a node played, each
-`PoolReport` whether its pool could act at all ("no_destination").
+`PoolReport` whether its pool could act at all ("no_destination"), and
+`left_hot` why a source is still hot after its drain.
 
 Callbacks into the framework answer with a `Refusal`-like value: a reason code
 string, or any object with a `reason` code whose `str()` is the human detail
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +27,10 @@ from descheduler.plugins.lownodeload.classify import Track
 from kube import objects
 
 __all__ = [
+    "LEFT_HOT",
     "LIMIT_REACHED",
+    "NOTHING_EVICTABLE",
+    "NO_DESTINATION_HEADROOM",
     "Answer",
     "Decision",
     "Limit",
@@ -36,6 +40,7 @@ __all__ = [
     "PoolReport",
     "RefusalLike",
     "Role",
+    "left_hot",
     "reason_and_detail",
 ]
 
@@ -50,6 +55,10 @@ class RefusalLike(Protocol):
 Answer = str | RefusalLike | None  # None: go ahead
 
 LIMIT_REACHED = "limit_reached"
+NO_DESTINATION_HEADROOM = "no_destination_headroom"
+NOTHING_EVICTABLE = "nothing_evictable"
+# Why a source was left over its high marks (a source report's `reason`).
+LEFT_HOT = frozenset({NO_DESTINATION_HEADROOM, NOTHING_EVICTABLE, LIMIT_REACHED})
 
 
 class Limit(enum.StrEnum):
@@ -157,3 +166,37 @@ class Plan:
     def reason(self) -> str | None:
         """The first pool reason, if any pool could not act."""
         return next((p.reason for p in self.pools if p.reason is not None), None)
+
+
+def left_hot(
+    no_headroom: bool,
+    refused: Sequence[Decision],
+    limit: LimitReached | None,
+    *,
+    evicted: int,
+) -> tuple[str, str]:
+    """(reason code, detail) for a source still over its high marks after its drain.
+
+    The first that applies: an eviction cap stopped the drain (`limit_reached`);
+    the destinations' headroom is used up (`no_headroom`), or every candidate
+    would overload them (`no_destination_headroom`); no candidate could go
+    (`nothing_evictable`, counting the refusals by reason). `evicted` pods that
+    did go are mentioned first.
+    """
+    if limit is not None:
+        code, why = LIMIT_REACHED, str(limit)
+    elif no_headroom:
+        code = NO_DESTINATION_HEADROOM
+        why = "the destinations' headroom under their high marks is used up"
+    elif refused and all(d.reason == fit.WOULD_OVERLOAD for d in refused):
+        code = NO_DESTINATION_HEADROOM
+        many = f"each of the {len(refused)} candidates" if len(refused) > 1 else "its candidate"
+        why = f"{many} would overload every destination"
+    else:
+        code = NOTHING_EVICTABLE
+        counts: dict[str, int] = {}
+        for d in refused:
+            counts[str(d.reason)] = counts.get(str(d.reason), 0) + 1
+        listed = ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+        why = f"no candidate could go: {listed}" if counts else "it has no pod to move"
+    return code, f"{evicted} evicted, then {why}" if evicted else why

@@ -28,6 +28,9 @@ re-ranked after each eviction. Each candidate tried gets a `Decision`: evicted
 (reason None), or `filtered` (evictableNamespaces, podSelectors or the
 evictor's filter), `cool_down`, `no_fit`, `would_overload_destination`, or the
 evictor's refusal. Candidates left when a source stops get no decision.
+A source still over its high marks after its drain gets a reason on its
+`NodeReport` (`LEFT_HOT`): `limit_reached`, `no_destination_headroom` or
+`nothing_evictable`, with a detail saying what stopped it.
 
 Eviction caps (an `evictable` answer that is an `outcome.LimitReached`): the
 candidate refused gets its `limit_reached` decision, then nothing the cap
@@ -55,6 +58,7 @@ from descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool
 from descheduler.plugins.lownodeload.classify import Marks, Track
 from descheduler.plugins.lownodeload.cooldown import CoolDown
 from descheduler.plugins.lownodeload.outcome import (
+    LEFT_HOT,
     Answer,
     Decision,
     Limit,
@@ -63,11 +67,12 @@ from descheduler.plugins.lownodeload.outcome import (
     Plan,
     PoolReport,
     Role,
+    left_hot,
     reason_and_detail,
 )
 from kube import objects, selectors, slo
 
-__all__ = ["COOL_DOWN", "FILTERED", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
+__all__ = ["COOL_DOWN", "FILTERED", "LEFT_HOT", "METRICS_EXPIRED", "NOT_SOURCE", "plan"]
 
 METRICS_EXPIRED = "metrics_expired"
 NOT_SOURCE = "not_source"
@@ -208,13 +213,16 @@ class _Cycle:
         ]
         dests = kept.loads
         if self.stopped is not None:  # the total cap: count what would have been tried
-            if pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
+            stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
+            if pending and stop is None:
                 self.untried += len(pending)
+            self._left_hot(source.name, stop, [], self.stopped, evicted=0)
             return
         ranker = order.Ranker(pending, source.usage_of, pool.resource_weights)
         high = marks[source.name].high_for(track)
         rank_again = True
-        evicted = False
+        tried: list[Decision] = []
+        stopped_by: LimitReached | None = None
         while pending and fit.stop_reason(source, dests, self.ledger, marks, track, kept) is None:
             if rank_again:
                 over = classify.excess(self.ledger.amounts(source.name, track), high)
@@ -222,16 +230,39 @@ class _Cycle:
                 rank_again = False
             decision, limit = self._decide(pool, source, pending.pop(0), kept, marks, track)
             self.decisions.append(decision)
+            tried.append(decision)
             if decision.evicted:
-                rank_again = evicted = True
+                rank_again = True
             elif limit is not None and limit.limit is not Limit.NAMESPACE:
                 if limit.limit is Limit.TOTAL:
                     self.stopped = limit
                     self.untried += len(pending)
+                stopped_by = limit
                 break
         stop = fit.stop_reason(source, dests, self.ledger, marks, track, kept)
-        if evicted and stop == fit.STOP_RELIEVED:
-            self.relieved.append(source.name)
+        evicted = sum(1 for d in tried if d.evicted)
+        if stop == fit.STOP_RELIEVED:
+            if evicted:
+                self.relieved.append(source.name)
+            return
+        refused = [d for d in tried if not d.evicted]
+        self._left_hot(source.name, stop, refused, stopped_by, evicted=evicted)
+
+    def _left_hot(
+        self,
+        name: objects.NodeName,
+        stop: str | None,
+        refused: Sequence[Decision],
+        limit: LimitReached | None,
+        *,
+        evicted: int,
+    ) -> None:
+        """Record on the source's report why it is still over its high marks after its drain."""
+        code, why = left_hot(stop == fit.STOP_NO_HEADROOM, refused, limit, evicted=evicted)
+        report = self.reports[name]
+        self.reports[name] = dataclasses.replace(
+            report, reason=code, detail=f"{report.detail}; {why}"
+        )
 
     def _decide(
         self,
@@ -309,8 +340,13 @@ def plan(
     cool_down: CoolDown,
     evictable: Callable[[objects.Pod], Answer],
     try_evict: Callable[[Decision], Answer],
+    arrivals: Mapping[objects.NodeName, Sequence[objects.Pod]] | None = None,
 ) -> Plan:
-    """Run one cycle over every pool; see the module docstring."""
+    """Run one cycle over every pool; see the module docstring.
+
+    `arrivals` are the pods earlier plugins moved to each node this cycle (their
+    podsMetric entries count on the node they land on, `usage.node_load`).
+    """
     expiration = timedelta(seconds=args.node_metric_expiration_seconds)
     pools = args.pools
     members, unpooled = classify.assign_pools(nodes, pools)
@@ -328,6 +364,7 @@ def plan(
                 pods_by_node.get(node.name, ()),
                 now=now,
                 expiration=expiration,
+                arrived=arrivals.get(node.name, ()) if arrivals else (),
             )
             if isinstance(load, usage.Unavailable):
                 reports[node.name] = NodeReport(

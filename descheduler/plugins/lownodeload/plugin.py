@@ -18,8 +18,11 @@ connects the pure planner to the framework:
 
 Every candidate `plan` tries thus ends with exactly one record: an eviction or
 a skip with a reason code. Node-, pool- and plan-level reasons become notes:
-`metrics_expired` (one per node whose load is unknown), `not_source` (hot, not
-yet confirmed by the detector) and `no_destination` ("no underutilized nodes").
+`metrics_expired` (one per node whose load is unknown), `no_destination` per
+pool ("no underutilized nodes"), and one note per hot node left hot, naming
+the node: `not_source` (not yet confirmed by the detector), `no_destination`,
+`no_destination_headroom`, `nothing_evictable` or `limit_reached` (the
+framework counts these in `nodeqos_descheduler_unrelieved_nodes_total`).
 
 Dry runs decide exactly like real runs (DESIGN.md, "Beyond the reference" 2):
 the plan runs against `cool_down.fork()`, so a pretended eviction never cools
@@ -50,7 +53,7 @@ from types import MappingProxyType
 
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
-from descheduler.plugins.lownodeload import fit, plan
+from descheduler.plugins.lownodeload import fit, plan, usage
 from descheduler.plugins.lownodeload.anomaly import AnomalyDetector
 from descheduler.plugins.lownodeload.args import DEFAULT_POOL_NAME, LowNodeLoadArgs
 from descheduler.plugins.lownodeload.cooldown import CoolDown
@@ -62,7 +65,7 @@ from descheduler.plugins.lownodeload.outcome import (
     Plan,
     Role,
 )
-from kube import objects, slo
+from kube import objects, quantity, slo
 from kube.quantity import EMPTY, Resources
 
 __all__ = ["NAME", "LowNodeLoad", "factory"]
@@ -76,6 +79,27 @@ log = logging.getLogger("descheduler.plugins.lownodeload")
 _REFUSED_BY_EVICTOR = "refused_by_evictor"
 _PLAYED_A_PART = frozenset({Role.SOURCE, Role.DESTINATION})
 _NAMED = 10  # hot nodes named in a pool's no_destination note
+_ONE_POD = Resources({quantity.PODS: 1})
+# What a threshold may name and be measured: cpu and memory from the NodeMetric
+# (the only usages koordlet and the nodeqos agent report), pods as the count of
+# pods on the node (Koordinator's getNodeUsage). Anything else (ephemeral-storage,
+# an extended resource) reads from podsMetric as reported, which is 0 unless some
+# other agent writes it.
+MEASURED = frozenset({quantity.CPU, quantity.MEMORY, quantity.PODS})
+
+
+def unmeasured_resources(args: LowNodeLoadArgs) -> list[str]:
+    """Threshold resources no known agent reports, sorted (for a start-up warning)."""
+    named: set[str] = set()
+    for pool in args.pools:
+        for marks in (
+            pool.low_thresholds,
+            pool.high_thresholds,
+            pool.prod_low_thresholds,
+            pool.prod_high_thresholds,
+        ):
+            named.update(marks)
+    return sorted(named - MEASURED)
 
 
 class LowNodeLoad:
@@ -88,6 +112,16 @@ class LowNodeLoad:
         self.handle = handle
         self.detector = AnomalyDetector(forget_after=args.detector_cache_timeout)
         self.cool_down = CoolDown()
+        unmeasured = unmeasured_resources(args)
+        if unmeasured:
+            log.warning(
+                "%s (profile %s): thresholds on %s read the NodeMetric podsMetric usage, "
+                "which koordlet and the nodeqos agent report for cpu and memory only: "
+                "unless another agent reports them they read 0 and never make a node hot",
+                NAME,
+                handle.profile,
+                ", ".join(unmeasured),
+            )
 
     def balance(self, snapshot: Snapshot) -> None:
         if self.args.paused:
@@ -108,6 +142,7 @@ class LowNodeLoad:
             cool_down=self.cool_down.fork() if dry else self.cool_down,
             evictable=attempts.evictable,
             try_evict=attempts.try_evict,
+            arrivals={node.name: snapshot.arrivals(node.name) for node in nodes},
         )
         self._record(result, attempts.refused)
         self._project(snapshot, result, metrics, attempts)
@@ -149,6 +184,7 @@ class LowNodeLoad:
                 detail += f" and {more} more" if more > 0 else ""
             decisions.note(Reason(pool.reason), detail, plugin=NAME)
         for report in result.nodes.values():
+            node = report.node
             if report.role is Role.UNKNOWN:
                 decisions.note(
                     Reason.METRICS_EXPIRED,
@@ -157,13 +193,21 @@ class LowNodeLoad:
                 )
             elif report.reason == plan.NOT_SOURCE:
                 decisions.note(
-                    Reason.NOT_SOURCE, f"node {report.node}: {report.detail}", plugin=NAME
+                    Reason.NOT_SOURCE, f"node {node}: {report.detail}", plugin=NAME, node=node
                 )
-            elif report.reason == fit.NO_DESTINATION and report.pool not in blocked_pools:
+            elif report.reason == fit.NO_DESTINATION:
+                where = "no underutilized nodes"
+                if report.pool in blocked_pools and report.pool != DEFAULT_POOL_NAME:
+                    where += f" in node pool {report.pool}"
                 decisions.note(
                     Reason.NO_DESTINATION,
-                    f"node {report.node}: no underutilized nodes for its {report.track} load",
+                    f"node {node}: {where} for its {report.track} load",
                     plugin=NAME,
+                    node=node,
+                )
+            elif report.reason in plan.LEFT_HOT:
+                decisions.note(
+                    Reason(report.reason), f"node {node}: {report.detail}", plugin=NAME, node=node
                 )
         if result.stopped is not None:
             tried = "candidate was" if result.untried == 1 else "candidates were"
@@ -204,7 +248,7 @@ class LowNodeLoad:
                 continue
             after = result.ledger.usage(name)
             began = Resources(start[name]) if name in start else after
-            snapshot.set_usage(name, measured_load(measured) if adjusted else began)
+            snapshot.set_usage(name, bound_at_start(snapshot, name) if adjusted else began)
             snapshot.set_usage(name, began if attempts.pretend else after)
 
 
@@ -268,23 +312,26 @@ class _Attempts:
         return _REFUSED_BY_EVICTOR
 
     def usage_of(self, node: str, pod: objects.Pod) -> Resources:
-        """The pod's usage as its node's NodeMetric reports it (nothing when unreported)."""
+        """The pod's usage as its node's NodeMetric reports it, with one `pods` (what moving
+        it moves, as `usage.NodeLoad.usage_of`); nothing when unreported."""
         found = self._pod_usage.get(node)
         if found is None:
             metric = self.metrics.get(node)
             entries = metric.status.pods_metric if metric is not None else ()
-            found = self._pod_usage[node] = {e.key: e.pod_usage for e in entries}
+            found = self._pod_usage[node] = {e.key: e.pod_usage + _ONE_POD for e in entries}
         return found.get(pod.key, EMPTY)
 
 
-def measured_load(metric: slo.NodeMetric) -> Resources:
-    """LowNodeLoad's node load: systemUsage + Σ podsMetric[].podUsage (`usage.node_load`)."""
-    info = metric.status.node_metric
-    total = dict(info.system_usage) if info is not None else {}
-    for entry in metric.status.pods_metric:
-        for name, amount in entry.pod_usage.items():
-            total[name] = total.get(name, 0) + amount
-    return Resources(total)
+def bound_at_start(snapshot: Snapshot, node: str) -> Resources:
+    """The node's measured load at the start of the cycle (`usage.bound_load`).
+
+    The pods bound then are those bound now plus those evicted from it this cycle.
+    """
+    metric = snapshot.node_metric(node)
+    if metric is None:
+        return EMPTY
+    left = (p for p in snapshot.evicted if p.node_name == node)
+    return usage.bound_load(metric, (*snapshot.pods_on(node), *left))
 
 
 def projected_metrics(snapshot: Snapshot) -> Mapping[str, slo.NodeMetric]:

@@ -4,9 +4,18 @@
 cycle. The rules are Koordinator's (`loadaware/utilization_util.go`,
 `getNodeUsage`, `GetNodeRawAllocatableFromNode`):
 
-- Node load = `status.nodeMetric.systemUsage` + the sum of every
-  `status.podsMetric[].podUsage`, per resource. Prod load is the part of that
-  sum coming from the node's prod pods (`priority_class` below).
+- Node load = `status.nodeMetric.systemUsage` + the sum of the
+  `status.podsMetric[].podUsage` of the pods still bound to the node (and of
+  those projected to arrive this cycle), per resource. Koordinator sums every
+  entry, so a pod evicted since the report keeps its old node hot until the
+  next report (a cycle or two, and extra evictions); nodeqos drops an entry
+  whose pod is no longer on the node (DESIGN.md, docs/deviations.md). Prod
+  load is the part of that sum coming from the node's prod pods
+  (`priority_class` below).
+- `pods` is the number of pods on the node, prod `pods` the number of its
+  prod pods, as Koordinator counts them (`getNodeUsage`): no NodeMetric
+  carries a `pods` usage, so a `pods` threshold compares this count with
+  `status.allocatable.pods`. Moving a pod moves one `pods` with its usage.
 - A node without a NodeMetric, with one that has no `status.nodeMetric` or no
   `updateTime`, or whose `updateTime` is `expiration` or more before `now`, has
   unknown load: it is neither source nor destination. `node_load` returns an
@@ -32,10 +41,14 @@ from kube import objects, quantity, slo
 from kube.classify import KoordQOS, PriorityClass
 from kube.quantity import EMPTY, Resources
 
+_ONE_POD = Resources({quantity.PODS: 1})
+
 __all__ = [
     "NodeLoad",
     "Unavailable",
     "Why",
+    "bound_entries",
+    "bound_load",
     "capacity_of",
     "format_amount",
     "is_prod",
@@ -104,9 +117,10 @@ class Unavailable:
 class NodeLoad:
     """A node's measured load at the start of a cycle (never changed afterwards).
 
-    `pod_usage` maps "namespace/name" to the pod's reported usage. It and
-    `prod_usage` are worked out from `entries` (the NodeMetric's podsMetric)
-    and `pods` on first use: a cycle needs the first for its sources only and
+    `pod_usage` maps "namespace/name" to the pod's reported usage plus one
+    `pods` (what moving the pod takes off the node). It and `prod_usage` are
+    worked out from `entries` (the podsMetric entries of the pods bound to or
+    arriving at the node) and `pods` (those bound) on first use: a cycle needs the first for its sources only and
     the second for pools with prod marks only, and at 5,000 nodes / 150,000
     pods working both out for every node took twice as long as the rest.
     """
@@ -117,6 +131,7 @@ class NodeLoad:
     update_time: datetime
     entries: tuple[slo.PodMetricInfo, ...] = ()
     pods: tuple[objects.Pod, ...] = ()
+    arrived: tuple[objects.Pod, ...] = ()
     _prod_usage: Resources | None = field(default=None, init=False, repr=False, compare=False)
     _pod_usage: Mapping[str, Resources] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -132,27 +147,30 @@ class NodeLoad:
         """The part of `usage` from the node's prod pods (`is_prod`), matched by namespace/name."""
         found = self._prod_usage
         if found is None:
-            prod_keys = {pod.key for pod in self.pods if is_prod(pod)}
+            prod_keys = {pod.key for pod in (*self.pods, *self.arrived) if is_prod(pod)}
             prod: dict[str, int] = {}
             for entry in self.entries:
                 if entry.key in prod_keys:
                     for name, amount in entry.pod_usage.items():
                         prod[name] = prod.get(name, 0) + amount
+            prod[quantity.PODS] = len(prod_keys)
             found = Resources(prod)
             object.__setattr__(self, "_prod_usage", found)
         return found
 
     @property
     def pod_usage(self) -> Mapping[str, Resources]:
-        """ "namespace/name" → the pod's reported usage (the last entry for a repeated name)."""
+        """ "namespace/name" → reported usage + one `pods` (the last entry for a repeated name)."""
         found = self._pod_usage
         if found is None:
-            found = MappingProxyType({entry.key: entry.pod_usage for entry in self.entries})
+            found = MappingProxyType(
+                {entry.key: entry.pod_usage + _ONE_POD for entry in self.entries}
+            )
             object.__setattr__(self, "_pod_usage", found)
         return found
 
     def usage_of(self, pod: objects.Pod) -> Resources:
-        """The pod's reported usage, or nothing when the report has no entry for it."""
+        """The pod's reported usage and one `pods`, or nothing when the report has no entry."""
         return self.pod_usage.get(pod.key, EMPTY)
 
     def has_usage(self, pod: objects.Pod) -> bool:
@@ -172,8 +190,13 @@ def node_load(
     *,
     now: datetime,
     expiration: timedelta,
+    arrived: Iterable[objects.Pod] = (),
 ) -> NodeLoad | Unavailable:
-    """The node's load from its NodeMetric, or why it is unknown."""
+    """The node's load from its NodeMetric and the pods bound to it, or why it is unknown.
+
+    `pods` are the pods bound to the node now; `arrived` those projected to land
+    on it earlier in the cycle (their entries were moved to this NodeMetric).
+    """
     if metric is None:
         return Unavailable(node.name, Why.MISSING)
     status = metric.status
@@ -184,18 +207,50 @@ def node_load(
     # Koordinator's isNodeMetricExpired: expired once the age reaches the limit.
     if age >= expiration:
         return Unavailable(node.name, Why.EXPIRED, age)
+    bound, landed = tuple(pods), tuple(arrived)
+    entries = bound_entries(status.pods_metric, (*bound, *landed))
     total: dict[str, int] = dict(info.system_usage)
-    for entry in status.pods_metric:
+    for entry in entries:
         for name, amount in entry.pod_usage.items():
             total[name] = total.get(name, 0) + amount
+    total[quantity.PODS] = len(bound) + len(landed)
     return NodeLoad(
         node=node,
         capacity=capacity_of(node),
         usage=Resources(total),
         update_time=status.update_time,
-        entries=status.pods_metric,
-        pods=tuple(pods),
+        entries=entries,
+        pods=bound,
+        arrived=landed,
     )
+
+
+def bound_entries(
+    entries: tuple[slo.PodMetricInfo, ...], pods: Iterable[objects.Pod]
+) -> tuple[slo.PodMetricInfo, ...]:
+    """The podsMetric entries of `pods` (matched by namespace/name), in report order.
+
+    An entry whose pod has left the node since the report (evicted, deleted,
+    rescheduled elsewhere under the same name is another node's pod) is dropped.
+    """
+    keys = {pod.key for pod in pods}
+    if all(entry.key in keys for entry in entries):
+        return entries
+    return tuple(entry for entry in entries if entry.key in keys)
+
+
+def bound_load(metric: slo.NodeMetric, pods: Iterable[objects.Pod]) -> Resources:
+    """systemUsage + Σ podUsage of `pods` as `metric` reports them (cpu, memory, ...).
+
+    `node_load` without the freshness checks and the `pods` count: what the
+    reports and `simulate` show as a node's measured load.
+    """
+    info = metric.status.node_metric
+    total = dict(info.system_usage) if info is not None else {}
+    for entry in bound_entries(metric.status.pods_metric, pods):
+        for name, amount in entry.pod_usage.items():
+            total[name] = total.get(name, 0) + amount
+    return Resources(total)
 
 
 def percentages(usage: Mapping[str, int], capacity: Mapping[str, int]) -> dict[str, float]:

@@ -4,8 +4,9 @@
   a `pods` count (`Snapshot.requested`), against `status.allocatable`.
 - `NodeMetrics` (LowNodeUtilization's `useNodeMetrics`, nodeqos's own): cpu
   and memory as the node's NodeMetric reports them, read the way LowNodeLoad
-  reads them (`lownodeload.usage.node_load`: system usage plus every pod's,
-  capacity from the raw-allocatable annotation); other resources (`pods`,
+  reads them (`lownodeload.usage.node_load`: system usage plus the usage of
+  every pod still bound to the node, capacity from the raw-allocatable
+  annotation); other resources (`pods`,
   extended ones) still from requests. The usage goes into the snapshot's
   projection (`Snapshot.set_usage`) unless an earlier plugin put it there
   this cycle, and every eviction moves the pod's reported usage, so LowNodeLoad

@@ -95,7 +95,7 @@ class StaticChecks:
         """Every reason the pod may never be migrated (empty: it may be)."""
         found = []
         judged = pod
-        if self._all_bare_pods and not pod.owner_references:
+        if self._all_bare_pods and pod.is_bare:
             judged = dataclasses.replace(pod, owner_references=(_STAND_IN_OWNER,))
         refusal = self.evictor.filter(judged)
         if refusal is not None:

@@ -4,12 +4,14 @@ kubernetes-sigs/descheduler `pkg/framework/plugins/podlifetime/pod_lifetime.go`;
 a pod is a candidate when every configured criterion matches:
 
 - `maxPodLifeTimeSeconds`: whole seconds since `creationTimestamp` strictly
-  exceed it (a pod created in the future, or without a timestamp, does not);
+  exceed it (a pod created in the future does not; one without a timestamp,
+  as upstream reads Go's zero time, is older than any limit);
 - `states`: the pod's phase, its `status.reason`, or a container's waiting or
   terminated reason is listed (init containers too with
-  `includingInitContainers`);
-- `conditions`: some pod condition matches some filter's `type` and `status`
-  (unset fields match anything);
+  `includingInitContainers`, ephemeral ones with `includingEphemeralContainers`);
+- `conditions`: some pod condition matches some filter's `type`, `status` and
+  `reason` (unset fields match anything) and, with
+  `minTimeSinceLastTransitionSeconds`, last changed at least that long ago;
 - `exitCodes`: a terminated container exited with a listed code (init
   containers too with `includingInitContainers`);
 - `ownerKinds`: with `include`, some owner reference has a listed kind; with
@@ -23,6 +25,7 @@ then namespace, name, UID.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from datetime import datetime
 
 from descheduler.config.common import IncludeExclude
 from descheduler.plugins import _podstatus
@@ -37,25 +40,53 @@ eviction_key = _podstatus.oldest_first
 
 
 def matched_state(
-    pod: objects.Pod, states: Collection[str], *, including_init_containers: bool
+    pod: objects.Pod,
+    states: Collection[str],
+    *,
+    including_init_containers: bool,
+    including_ephemeral_containers: bool = False,
 ) -> str | None:
     """The pod's phase when listed, else the first listed reason it shows, or None."""
     if pod.phase in states:
         return pod.phase
     return _podstatus.matched_reason(
-        pod, states, including_init_containers=including_init_containers
+        pod,
+        states,
+        including_init_containers=including_init_containers,
+        including_ephemeral_containers=including_ephemeral_containers,
     )
 
 
-def matched_condition(pod: objects.Pod, filters: Iterable[PodConditionFilter]) -> str | None:
-    """The first pod condition, as "Type=Status", that some filter's type and status match."""
+def matched_condition(
+    pod: objects.Pod, filters: Iterable[PodConditionFilter], now: datetime
+) -> str | None:
+    """The first pod condition some filter matches, as "Type=Status" (with its reason), or None.
+
+    A filter matches a condition when each of its set fields (type, status,
+    reason) is equal, and, with `minTimeSinceLastTransitionSeconds`, the
+    condition last changed at least that many whole seconds before `now` (a
+    condition without a transition time, or one in the future, does not match).
+    """
     for wanted in filters:
-        for type_, status in pod.conditions:
-            if (not wanted.type or wanted.type == type_) and (
-                not wanted.status or wanted.status == status
-            ):
-                return f"{type_}={status}"
+        for condition in pod.conditions:
+            if not _fields_match(condition, wanted):
+                continue
+            least = wanted.min_time_since_last_transition_seconds
+            if least is not None:
+                changed = condition.last_transition_time
+                if changed is None or changed > now or int((now - changed).total_seconds()) < least:
+                    continue
+            found = f"{condition.type}={condition.status}"
+            return f"{found} ({condition.reason})" if condition.reason else found
     return None
+
+
+def _fields_match(condition: objects.PodCondition, wanted: PodConditionFilter) -> bool:
+    return (
+        (not wanted.type or wanted.type == condition.type)
+        and (not wanted.status or wanted.status == condition.status)
+        and (not wanted.reason or wanted.reason == condition.reason)
+    )
 
 
 def owner_kinds_allow(pod: objects.Pod, kinds: IncludeExclude) -> bool:

@@ -9,10 +9,9 @@ They are tried oldest first (`criteria.eviction_key`), so a limit keeps the
 oldest; each goes through the profile's evictor, which records why a
 candidate stays.
 
-`kube.objects.Pod` keeps a condition's type and status only, and no ephemeral
-container statuses: a condition filter on `reason` or
-`minTimeSinceLastTransitionSeconds`, or `includingEphemeralContainers` with
-`states`, is refused at start-up rather than silently matching differently.
+Condition filters read each pod condition's type, status, reason and last
+transition time (against the same clock); `includingEphemeralContainers`
+extends `states` to ephemeral container statuses, as upstream.
 """
 
 from __future__ import annotations
@@ -29,31 +28,10 @@ from kube import objects
 NAME = "PodLifeTime"
 
 
-def unsupported(args: PodLifeTimeArgs) -> list[str]:
-    """The settings this implementation cannot honour yet."""
-    found = []
-    for i, condition in enumerate(args.conditions):
-        if condition.reason:
-            found.append(f"conditions[{i}].reason (pod condition reasons are not read)")
-        if condition.min_time_since_last_transition_seconds is not None:
-            found.append(
-                f"conditions[{i}].minTimeSinceLastTransitionSeconds "
-                "(pod condition transition times are not read)"
-            )
-    if args.including_ephemeral_containers and args.states:
-        found.append(
-            "includingEphemeralContainers with states (ephemeral container statuses are not read)"
-        )
-    return found
-
-
 class PodLifeTime:
     name = NAME
 
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
-        problems = unsupported(args)
-        if problems:
-            raise ValueError(f"not supported yet: {'; '.join(problems)}")
         self.args = args
         self._handle = handle
         self._states = frozenset(args.states)
@@ -83,14 +61,19 @@ class PodLifeTime:
                 f"age {age}s exceeds maxPodLifeTimeSeconds {args.max_pod_life_time_seconds}"
             )
         if self._states:
-            state = criteria.matched_state(pod, self._states, including_init_containers=init)
+            state = criteria.matched_state(
+                pod,
+                self._states,
+                including_init_containers=init,
+                including_ephemeral_containers=args.including_ephemeral_containers,
+            )
             if state is None:
                 return None
             parts.append(f"state {state}")
         if args.owner_kinds is not None and not criteria.owner_kinds_allow(pod, args.owner_kinds):
             return None
         if args.conditions:
-            condition = criteria.matched_condition(pod, args.conditions)
+            condition = criteria.matched_condition(pod, args.conditions, now)
             if condition is None:
                 return None
             parts.append(f"condition {condition}")

@@ -60,7 +60,7 @@ class GroupKey:
 
 def group_key(pod: objects.Pod, exclude_owner_kinds: Iterable[str] = ()) -> GroupKey | None:
     """The pod's duplicate group, or None when it has no owner or an excluded one."""
-    if not pod.owner_references:
+    if pod.is_bare:
         return None
     excluded = frozenset(exclude_owner_kinds)
     if any(ref.kind in excluded for ref in pod.owner_references):

@@ -31,7 +31,7 @@ eviction_key = _podstatus.oldest_first
 
 
 def age_seconds(pod: objects.Pod, now: datetime) -> int:
-    """Whole seconds since creation; 0 without a timestamp or when created in the future."""
+    """Whole seconds since creation (no timestamp: very old); 0 when created in the future."""
     age = _podstatus.age_seconds(pod, now)
     return 0 if age is None else age
 
