@@ -31,7 +31,7 @@ from typing import Any
 BUSYBOX = Path("/bin/busybox")
 
 # The applets a workload needs; each becomes a symlink to /bin/busybox.
-APPLETS = ("sh", "sleep", "cat", "dd", "head", "yes", "true", "ls", "echo", "env", "sync")
+APPLETS = ("sh", "sleep", "cat", "dd", "head", "tr", "yes", "true", "ls", "echo", "env", "sync")
 
 # The sandbox process: exit at once on TERM/INT (PID 1 gets no default handlers).
 PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
