@@ -7,6 +7,7 @@ them the fixture FAILS naming the missing piece (it never skips).
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -61,3 +62,19 @@ def e2e_namespace(real_cluster: RealCluster) -> Iterator[str]:
     kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
     yield name
     kube.delete(f"/api/v1/namespaces/{name}")
+
+
+NODE_IMAGE_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "node-image.sh"
+NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
+
+
+@pytest.fixture(scope="session")
+def nodeqos_image(real_cluster: RealCluster) -> str:
+    """The nodeqos image built from the Dockerfile (hack/node-image.sh), in every node."""
+    done = subprocess.run([str(NODE_IMAGE_SCRIPT)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"cannot build the nodeqos image: {done.stderr.strip()}", pytrace=False)
+    archive = done.stdout.strip().splitlines()[-1]
+    for node in real_cluster.nodes.values():
+        node.ctr("images", "import", archive)
+    return NODEQOS_IMAGE
