@@ -1,5 +1,6 @@
 """The real-node cluster: the local control plane plus three nodes, each a real
-kubelet and containerd (kube.localnodes). Built once per session; `make e2e`.
+kubelet and containerd (kube.localnodes). Built once for tests/e2e and torn down
+when the package is done (idle kubelets would tax the other tests); `make e2e`.
 
 Needs root, cgroup v1 and the packages hack/node-setup.sh installs; without
 them the fixture FAILS naming the missing piece (it never skips).
@@ -28,7 +29,7 @@ class RealCluster:
     kube: rest.Rest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_cluster() -> Iterator[RealCluster]:
     try:
         cp_bin = controlplane.find_binaries()
@@ -68,7 +69,7 @@ NODE_IMAGE_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "node-image.s
 NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def nodeqos_image(real_cluster: RealCluster) -> str:
     """The nodeqos image built from the Dockerfile (hack/node-image.sh), in every node."""
     done = subprocess.run([str(NODE_IMAGE_SCRIPT)], capture_output=True, text=True, check=False)
