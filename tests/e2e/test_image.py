@@ -6,6 +6,7 @@ passes and /metrics shows pod collection rounds without errors."""
 from __future__ import annotations
 
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +98,85 @@ def test_dockerfile_image_runs_the_agent_on_a_real_node(
         line for line in text.splitlines() if line.startswith("nodeqos_agent_node_cpu_usage_cores ")
     ]
     assert node_cpu and float(node_cpu[0].split()[-1]) > 0.1, node_cpu
+
+
+def agent_daemonset(image: str, state_dir: str) -> dict[str, Any]:
+    """The standalone agent as a DaemonSet: one cgroup root per node via $(NODE_NAME),
+    the metric cache in a per-node hostPath dir (subPathExpr) that outlives the pod."""
+    template = agent_pod(image, "nodeqos-$(NODE_NAME)")
+    spec = template["spec"]
+    del spec["nodeName"]
+    container = spec["containers"][0]
+    container["env"] = [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ]
+    container["args"] = [
+        "--node-name=$(NODE_NAME)" if a.startswith("--node-name=") else a for a in container["args"]
+    ]
+    for mount in container["volumeMounts"]:
+        if mount["name"] == "state":
+            mount["subPathExpr"] = "$(NODE_NAME)"
+    spec["volumes"] = [
+        v
+        if v["name"] != "state"
+        else {"name": "state", "hostPath": {"path": state_dir, "type": "DirectoryOrCreate"}}
+        for v in spec["volumes"]
+    ]
+    labels = {"app": "nodeqos-agent-e2e"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def test_daemonset_agents_ready_everywhere_and_restarted_when_killed(
+    real_cluster: RealCluster, nodeqos_image: str, e2e_namespace: str, tmp_path: Path
+) -> None:
+    """One Ready agent per node; a deleted agent pod comes back and writes on into its cache."""
+    kube = real_cluster.kube
+    kube.create(
+        f"/apis/apps/v1/namespaces/{e2e_namespace}/daemonsets",
+        agent_daemonset(nodeqos_image, str(tmp_path / "state")),
+    )
+    ns_pods = f"/api/v1/namespaces/{e2e_namespace}/pods"
+
+    def ready_agents() -> dict[str, dict[str, Any]] | None:
+        found = {}
+        for p in kube.get(ns_pods, labelSelector="app=nodeqos-agent-e2e")["items"]:
+            ready = [c for c in p["status"].get("conditions", []) if c["type"] == "Ready"]
+            if (
+                p["metadata"].get("deletionTimestamp") is None
+                and ready
+                and ready[0]["status"] == "True"
+            ):
+                found[p["spec"]["nodeName"]] = p
+        return found if set(found) == set(real_cluster.nodes) else None
+
+    before = pods.wait_for(ready_agents, "a Ready agent on every node", timeout=120)
+    cache = tmp_path / "state" / "n1" / "metriccache.db"
+    pods.wait_for(
+        lambda: cache.exists() and cache.stat().st_size > 0, "n1's metric cache on the host"
+    )
+    killed = before["n1"]["metadata"]["uid"]
+    kube.delete(f"{ns_pods}/{before['n1']['metadata']['name']}")
+    after = pods.wait_for(
+        lambda: (r := ready_agents()) and r["n1"]["metadata"]["uid"] != killed and r,
+        "a new Ready agent on n1",
+        timeout=120,
+    )
+    assert {n: p["metadata"]["uid"] for n, p in after.items() if n != "n1"} == {
+        n: p["metadata"]["uid"] for n, p in before.items() if n != "n1"
+    }
+
+    # The new agent writes on into the cache the killed one left on the host
+    # (SQLite: into the database or its write-ahead log beside it).
+    def written() -> int:
+        return max(f.stat().st_mtime_ns for f in cache.parent.glob("metriccache.db*"))
+
+    left = written()
+    pods.wait_for(lambda: written() > left, "the new agent writing n1's cache")
