@@ -47,7 +47,7 @@ from typing import IO, Any
 
 import yaml
 
-from kube import controlplane, ociimage
+from kube import controlplane, nodeconfig, ociimage
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,8 @@ HOW_TO_SET_UP = (
     "CNI plugins and busybox-static from Debian and builds the kubelet)."
 )
 
-PAUSE_IMAGE = "nodeqos.local/pause:1"
+PAUSE_IMAGE = nodeconfig.PAUSE_IMAGE
 BUSYBOX_IMAGE = "nodeqos.local/busybox:1"
-CNI_BIN_DIR = Path("/usr/lib/cni")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 K8S_NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
 
@@ -94,106 +93,6 @@ class NodeBinaries:
         if missing:
             raise NodeError(f"missing node binaries: {', '.join(missing)}. {HOW_TO_SET_UP}")
         return found
-
-
-def containerd_config(workdir: Path) -> str:
-    """containerd 1.6 configuration (version 2) for one node."""
-    cri = 'plugins."io.containerd.grpc.v1.cri"'
-    return f"""\
-version = 2
-root = "{workdir / "containerd" / "root"}"
-state = "{workdir / "containerd" / "state"}"
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
-]
-[grpc]
-  address = "{workdir / "containerd.sock"}"
-[ttrpc]
-  address = "{workdir / "containerd.ttrpc.sock"}"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-[{cri}]
-  sandbox_image = "{PAUSE_IMAGE}"
-  restrict_oom_score_adj = true
-  [{cri}.containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{cri}.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "{workdir / "runc"}"
-  [{cri}.cni]
-    bin_dir = "{CNI_BIN_DIR}"
-    conf_dir = "{workdir / "cni"}"
-"""
-
-
-def cni_config(name: str, index: int, workdir: Path) -> dict[str, Any]:
-    """A bridge network of the node's own: pods get 10.244.<index>.0/24."""
-    return {
-        "cniVersion": "1.0.0",
-        "name": f"nodeqos-{name}",
-        "plugins": [
-            {
-                "type": "bridge",
-                "bridge": f"nqbr{index}",
-                "isGateway": True,
-                "ipMasq": False,
-                "hairpinMode": True,
-                "ipam": {
-                    "type": "host-local",
-                    "ranges": [[{"subnet": f"10.244.{index}.0/24"}]],
-                    "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": str(workdir / "cni-ipam"),
-                },
-            },
-            {"type": "loopback"},
-        ],
-    }
-
-
-def kubelet_config(
-    name: str, workdir: Path, *, port: int, healthz_port: int, extra: Mapping[str, Any]
-) -> dict[str, Any]:
-    """KubeletConfiguration for one node (see the module docstring for the why)."""
-    socket = f"unix://{workdir / 'containerd.sock'}"
-    config: dict[str, Any] = {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        "address": "127.0.0.1",
-        "port": port,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": healthz_port,
-        "readOnlyPort": 0,
-        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}},
-        "authorization": {"mode": "AlwaysAllow"},
-        "cgroupDriver": "cgroupfs",
-        "cgroupRoot": f"/nodeqos-{name}",
-        "cgroupsPerQOS": True,
-        "failCgroupV1": False,
-        "failSwapOn": False,
-        "containerRuntimeEndpoint": socket,
-        "imageServiceEndpoint": socket,
-        "podLogsDir": str(workdir / "pod-logs"),
-        "serializeImagePulls": False,
-        # One disk shared by every node: let no node evict for disk or image space.
-        "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%"},
-        "imageGCHighThresholdPercent": 100,
-        "imageGCLowThresholdPercent": 99,
-        "makeIPTablesUtilChains": False,
-        "localStorageCapacityIsolation": False,
-        # Quick reactions in a cluster that lives for one test run.
-        "syncFrequency": "5s",
-        "nodeStatusUpdateFrequency": "5s",
-        "fileCheckFrequency": "5s",
-    }
-    config.update(extra)
-    return config
 
 
 def _cgroup_dirs(name: str) -> list[Path]:
@@ -288,9 +187,9 @@ class LocalNode:
 
     def start_containerd(self) -> None:
         config = self.workdir / "containerd.toml"
-        config.write_text(containerd_config(self.workdir))
+        config.write_text(nodeconfig.containerd_config(self.workdir))
         (self.workdir / "cni" / "10-nodeqos.conflist").write_text(
-            json.dumps(cni_config(self.name, self.index, self.workdir), indent=1)
+            json.dumps(nodeconfig.cni_config(self.name, self.index, self.workdir), indent=1)
         )
         self._containerd = self._spawn(
             "containerd", [str(self._binaries.containerd), "--config", str(config)]
@@ -313,7 +212,7 @@ class LocalNode:
         ports = (controlplane.free_port(), controlplane.free_port())
         config.write_text(
             yaml.safe_dump(
-                kubelet_config(
+                nodeconfig.kubelet_config(
                     self.name,
                     self.workdir,
                     port=ports[0],
