@@ -6,7 +6,7 @@
 ENV := hack/with-env.sh
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck unit bench control-plane clean-cache
+.PHONY: demo test lint typecheck unit e2e bench control-plane node-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -23,11 +23,18 @@ typecheck:
 unit:
 	$(ENV) pytest -m 'not controlplane and not slow' $(PYTEST_ARGS)
 
+# Real nodes (kubelet + containerd per node) on this machine; needs root.
+e2e:
+	$(ENV) pytest -m e2e tests/e2e $(PYTEST_ARGS)
+
 bench:
 	$(ENV) python -m bench
 
 control-plane:
 	hack/build-control-plane.sh
+
+node-setup:
+	hack/node-setup.sh
 
 clean-cache:
 	rm -rf $${NODEQOS_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/nodeqos}

@@ -26,7 +26,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import click
@@ -110,6 +110,14 @@ def _agent_params() -> list[click.Parameter]:
             default="auto",
             show_default=True,
             help="The kubelet's cgroup driver.",
+        ),
+        click.Option(
+            ["--kubelet-cgroup-root"],
+            metavar="PATH",
+            default="/",
+            callback=_parsed_by(config.parse_kubelet_cgroup_root),
+            show_default=True,
+            help="The kubelet's cgroupRoot (its --cgroup-root): pods live in <PATH>/kubepods.",
         ),
         click.Option(
             ["--collect-interval"],
@@ -217,6 +225,7 @@ def _run_agent(
     cgroup_root: Path,
     proc_root: Path,
     cgroup_driver: str,
+    kubelet_cgroup_root: PurePosixPath,
     collect_interval: float,
     metric_cache_path: Path | None,
     metrics_addr: str,
@@ -255,6 +264,7 @@ def _run_agent(
         cgroup_root=cgroup_root,
         proc_root=proc_root,
         cgroup_driver=cgroup_driver,
+        kubelet_cgroup_root=kubelet_cgroup_root,
         collect_interval=collect_interval,
         metric_cache_path=metric_cache_path or config.default_metric_cache_path(),
         metrics_addr=addr,

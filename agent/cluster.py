@@ -124,10 +124,14 @@ def run(
     """
     clock = clock or SystemClock()
     client = connect(config)
-    fs = standalone.open_cgroups(config.cgroup_root, config.cgroup_driver)
+    fs = standalone.open_cgroups(
+        config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root
+    )
     readiness = health.Readiness()
     recorder = events.Recorder(client, COMPONENT, config.node_name)
-    states = agent_states.States(client, config.node_name, fs.driver, readiness, recorder)
+    states = agent_states.States(
+        client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root
+    )
     source = discovery.ClusterDiscovery(fs, states, retry_every=config.rescan_every)
     agent = standalone.assemble(config, registry, clock, fs=fs, source=source, readiness=readiness)
     server: MetricsServer | None = None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import cgroups
 from agent import features
 from kube import quantity
 from qosmanager import features as qfeatures
@@ -43,6 +44,14 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError(f"{text!r}: must be greater than zero")
     return seconds
+
+
+def parse_kubelet_cgroup_root(text: str) -> PurePosixPath:
+    """The kubelet's cgroupRoot ("/", "/nodeqos-n1") as a path relative to a hierarchy."""
+    path = PurePosixPath(text.strip())
+    if not path.is_absolute() or ".." in path.parts:
+        raise ValueError(f"{text!r} must be an absolute cgroup path such as / or /kubelet-root")
+    return path.relative_to("/")
 
 
 def _valid_hostname(host: str) -> bool:
@@ -98,6 +107,8 @@ class AgentConfig:
     cgroup_root: Path
     proc_root: Path
     cgroup_driver: str = "auto"  # auto | systemd | cgroupfs
+    # The kubelet's cgroupRoot, relative to each hierarchy ("" for the default "/").
+    kubelet_cgroup_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT
     collect_interval: float = 1.0
     metric_cache_path: Path
     metrics_addr: ListenAddress | None = ListenAddress("", DEFAULT_METRICS_PORT)

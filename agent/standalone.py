@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 import yaml
@@ -48,17 +48,25 @@ class ConfigError(ValueError):
         self.flag = flag
 
 
-def open_cgroups(root: Path, driver: str) -> cgroups.CgroupFS:
-    """Detect the hierarchy at `root`; `driver` "auto" keeps the detected driver."""
+def open_cgroups(
+    root: Path, driver: str, kubelet_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT
+) -> cgroups.CgroupFS:
+    """Detect the hierarchy at `root`; `driver` "auto" keeps the detected driver;
+    `kubelet_root` is the kubelet's cgroupRoot relative to the hierarchy."""
     if not root.is_dir():
         raise ConfigError("--cgroup-root", f"{root} is not a directory")
     try:
-        detected = cgroups.detect(root)
+        detected = cgroups.detect(root, kubelet_root)
     except cgroups.CgroupError as err:
         raise ConfigError("--cgroup-root", str(err)) from err
     if driver == "auto":
         return detected
-    return cgroups.CgroupFS(root=root, version=detected.version, driver=cgroups.Driver(driver))
+    return cgroups.CgroupFS(
+        root=root,
+        version=detected.version,
+        driver=cgroups.Driver(driver),
+        kubelet_root=kubelet_root,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +104,7 @@ def assemble(
     starts a fresh registry of components.
     """
     if fs is None:
-        fs = open_cgroups(config.cgroup_root, config.cgroup_driver)
+        fs = open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
     if not (config.proc_root / "stat").is_file():
         raise ConfigError("--proc-root", f"{config.proc_root} has no stat file; is it a procfs?")
     procfs = cgroups.ProcFS(config.proc_root)

@@ -32,6 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 import cgroups
@@ -135,6 +136,8 @@ class States:
         driver: cgroups.Driver,
         readiness: health.Readiness,
         recorder: events.Recorder | None = None,
+        *,
+        kubelet_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT,
     ) -> None:
         self.node_name = node_name
         by_name = f"metadata.name={node_name}"
@@ -146,7 +149,7 @@ class States:
         self._pods: cache.Informer[qstates.PodMeta] = cache.Informer(
             client,
             cache.PODS,
-            project=lambda raw: qstates.PodMeta.from_api(raw, driver),
+            project=lambda raw: qstates.PodMeta.from_api(raw, driver, kubelet_root),
             field_selector=f"spec.nodeName={node_name}",
             on_event=self._pod_event,
             name="pods",

@@ -21,7 +21,7 @@ from cgroups.errors import (
     Unsupported,
     WriteRejected,
 )
-from cgroups.fs import CgroupFS, RelDir, v1_subsystem
+from cgroups.fs import DEFAULT_KUBELET_ROOT, CgroupFS, RelDir, v1_subsystem
 from cgroups.layout import (
     container_dir,
     kubepods_dir,
@@ -92,6 +92,7 @@ from cgroups.writer import Resource, ResourceValue, resource_file, write
 from cgroups.writer import read as read_resource
 
 __all__ = [
+    "DEFAULT_KUBELET_ROOT",
     "AccessDenied",
     "CgroupError",
     "CgroupFS",

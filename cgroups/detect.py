@@ -6,10 +6,10 @@ Called once at agent start-up with the host's cgroup root (the CLI passes
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from cgroups import errors
-from cgroups.fs import CgroupFS, find_subsystem_dir
+from cgroups.fs import DEFAULT_KUBELET_ROOT, CgroupFS, find_subsystem_dir
 from cgroups.layout import kubepods_root
 from cgroups.model import CgroupVersion, Driver
 
@@ -29,7 +29,9 @@ def detect_version(root: Path) -> CgroupVersion:
     raise errors.CgroupError(f"{root}: neither cgroup.controllers nor v1 subsystem dirs found")
 
 
-def detect_driver(root: Path, version: CgroupVersion) -> Driver:
+def detect_driver(
+    root: Path, version: CgroupVersion, kubelet_root: PurePosixPath = DEFAULT_KUBELET_ROOT
+) -> Driver:
     """SYSTEMD if `kubepods.slice` exists, CGROUPFS if `kubepods` does.
 
     v1 looks in the cpu subsystem. With neither (no pod started yet) the answer is
@@ -37,6 +39,7 @@ def detect_driver(root: Path, version: CgroupVersion) -> Driver:
     """
     base = root if version is CgroupVersion.V2 else find_subsystem_dir(root, "cpu")
     if base is not None:
+        base = base.joinpath(*kubelet_root.parts)
         if (base / kubepods_root(Driver.SYSTEMD)).is_dir():
             return Driver.SYSTEMD
         if (base / kubepods_root(Driver.CGROUPFS)).is_dir():
@@ -44,7 +47,9 @@ def detect_driver(root: Path, version: CgroupVersion) -> Driver:
     return Driver.SYSTEMD
 
 
-def detect(root: Path) -> CgroupFS:
-    """A CgroupFS for `root` with version and driver detected from the tree."""
+def detect(root: Path, kubelet_root: PurePosixPath = DEFAULT_KUBELET_ROOT) -> CgroupFS:
+    """A CgroupFS for `root` with version and driver detected from the tree;
+    `kubelet_root` is the kubelet's cgroupRoot relative to the hierarchy."""
     version = detect_version(root)
-    return CgroupFS(root=root, version=version, driver=detect_driver(root, version))
+    driver = detect_driver(root, version, kubelet_root)
+    return CgroupFS(root=root, version=version, driver=driver, kubelet_root=kubelet_root)

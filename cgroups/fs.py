@@ -19,6 +19,9 @@ from cgroups.model import CgroupVersion, ContainerRef, Driver, PodUID, QoSLevel
 
 RelDir = PurePosixPath | str
 
+# The kubelet's default cgroupRoot "/": kubepods sits at the top of each hierarchy.
+DEFAULT_KUBELET_ROOT = PurePosixPath()
+
 # PSI files exist on v1 only with the psi_v1 kernel option (Alibaba Cloud Linux),
 # which puts all three under cpuacct/ (as koordlet expects).
 _V1_PSI_FILES = frozenset({"cpu.pressure", "memory.pressure", "io.pressure"})
@@ -64,6 +67,9 @@ class CgroupFS:
     root: Path
     version: CgroupVersion
     driver: Driver
+    # The kubelet's cgroupRoot (--cgroup-root), relative to the hierarchy: pods
+    # live in <kubelet_root>/kubepods. Empty for the default "/".
+    kubelet_root: PurePosixPath = DEFAULT_KUBELET_ROOT
     # subsystem -> mount dir, filled on first use; mounts do not move at run time
     _mounts: dict[str, Path] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -94,13 +100,17 @@ class CgroupFS:
             return self.root.joinpath(*_relative(rel_dir).parts, filename)
         return self.dir(rel_dir, subsystem=subsystem or v1_subsystem(filename)) / filename
 
+    def kubepods_root(self) -> PurePosixPath:
+        """See `layout.kubepods_root`, below the kubelet's cgroup root."""
+        return self.kubelet_root / layout.kubepods_root(self.driver)
+
     def kubepods_dir(self, qos: QoSLevel) -> PurePosixPath:
-        """See `layout.kubepods_dir`, for this hierarchy's driver."""
-        return layout.kubepods_dir(self.driver, qos)
+        """See `layout.kubepods_dir`, for this hierarchy's driver and kubelet root."""
+        return self.kubelet_root / layout.kubepods_dir(self.driver, qos)
 
     def pod_dir(self, qos: QoSLevel, uid: PodUID) -> PurePosixPath:
-        """See `layout.pod_dir`, for this hierarchy's driver."""
-        return layout.pod_dir(self.driver, qos, uid)
+        """See `layout.pod_dir`, for this hierarchy's driver and kubelet root."""
+        return self.kubelet_root / layout.pod_dir(self.driver, qos, uid)
 
     def container_dir(
         self, qos: QoSLevel, uid: PodUID, container: ContainerRef | str
@@ -108,4 +118,4 @@ class CgroupFS:
         """See `layout.container_dir`; also takes a raw status id ("containerd://...")."""
         if isinstance(container, str):
             container = layout.parse_container_id(container)
-        return layout.container_dir(self.driver, qos, uid, container)
+        return self.kubelet_root / layout.container_dir(self.driver, qos, uid, container)

@@ -46,7 +46,7 @@ def scan_pods(fs: CgroupFS) -> list[PodCgroup]:
     """
     pods: list[PodCgroup] = []
     for qos in QoSLevel:
-        qos_rel = layout.kubepods_dir(fs.driver, qos)
+        qos_rel = fs.kubepods_dir(qos)
         for name in _subdirs(fs.dir(qos_rel, subsystem=_SCAN_SUBSYSTEM)):
             uid = layout.pod_uid_from_dir_name(fs.driver, qos, name)
             if uid is None:

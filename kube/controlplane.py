@@ -123,7 +123,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """Run in a child between fork and exec: own session, SIGKILL when we die."""
     os.setsid()
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -156,6 +157,7 @@ class ControlPlane:
         scheduler_config: Mapping[str, Any] | None = None,
         controllers: bool | Sequence[str] = False,
         service_account_admission: bool = False,
+        nodes: Sequence[str] = (),
     ) -> None:
         self._binaries = binaries
         self._want_scheduler = scheduler
@@ -164,6 +166,9 @@ class ControlPlane:
             components.DEFAULT_CONTROLLERS if controllers is True else tuple(controllers or ())
         )
         self._service_account_admission = service_account_admission
+        # Kubelets of real nodes (kube.localnodes): user system:node:<name> in
+        # group system:nodes, which the Node authorizer serves.
+        self._node_tokens = {name: secrets.token_hex(16) for name in nodes}
         self._component_tokens = {
             components.SCHEDULER_USER: secrets.token_hex(16),
             components.CONTROLLER_MANAGER_USER: secrets.token_hex(16),
@@ -366,6 +371,18 @@ class ControlPlane:
         self._write_kubeconfig(path, f"system:serviceaccount:{namespace}:{name}", token)
         return Identity(f"system:serviceaccount:{namespace}:{name}", token, path)
 
+    def node_kubeconfig(self, name: str) -> Path:
+        """A kubeconfig for the kubelet of node `name` (one of the `nodes` given at start)."""
+        try:
+            token = self._node_tokens[name]
+        except KeyError:
+            raise ControlPlaneError(
+                f"no identity for node {name!r}: pass it in ControlPlane(nodes=[...])"
+            ) from None
+        path = self.workdir / f"node-{name}.kubeconfig"
+        self._write_kubeconfig(path, f"system:node:{name}", token)
+        return path
+
     # -- a minimal admin REST helper (setup only; product code uses kube.rest) --
 
     def request(
@@ -456,6 +473,10 @@ class ControlPlane:
         lines = [f'{self._admin_token},{self.ADMIN_USER},uid-admin,"system:masters"']
         # The scheduler's and controller manager's users, bound by bootstrap RBAC.
         lines += [f"{token},{user},uid-{user}" for user, token in self._component_tokens.items()]
+        lines += [
+            f'{token},system:node:{name},uid-node-{name},"system:nodes"'
+            for name, token in self._node_tokens.items()
+        ]
         (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
 
     def _start_etcd(self) -> None:
@@ -495,7 +516,8 @@ class ControlPlane:
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--token-auth-file={pki / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
+            # Node first: it alone authorizes kubelets (system:nodes), as in kubeadm clusters.
+            "--authorization-mode=Node,RBAC",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -522,7 +544,7 @@ class ControlPlane:
                 stdout=handle,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except OSError as err:
             raise ControlPlaneError(f"cannot start {binary}: {err}. {HOW_TO_BUILD}") from err

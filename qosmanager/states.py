@@ -75,8 +75,14 @@ class PodMeta:
     containers: tuple[ContainerMeta, ...] = ()
 
     @classmethod
-    def from_api(cls, obj: Mapping[str, Any], driver: cgroups.Driver) -> PodMeta:
-        """Build from a v1.Pod dict; directories follow the kubelet layout for `driver`."""
+    def from_api(
+        cls,
+        obj: Mapping[str, Any],
+        driver: cgroups.Driver,
+        kubelet_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT,
+    ) -> PodMeta:
+        """Build from a v1.Pod dict; directories follow the kubelet layout for `driver`,
+        below the kubelet's cgroupRoot `kubelet_root`."""
         pod = objects.Pod.from_api(obj)
         level = cgroups.QoSLevel.from_qos_class(pod.kube_qos.value)
         uid = cgroups.PodUID(pod.uid)
@@ -93,7 +99,10 @@ class PodMeta:
             except ValueError:
                 ref = None  # an unknown runtime: the container's cgroup cannot be named
             if ref is not None:
-                cid, cdir = str(ref.id), cgroups.container_dir(driver, level, uid, ref)
+                cid, cdir = (
+                    str(ref.id),
+                    kubelet_root / cgroups.container_dir(driver, level, uid, ref),
+                )
             containers.append(
                 ContainerMeta(
                     name=spec.name,
@@ -104,7 +113,7 @@ class PodMeta:
                     running="running" in (status.get("state") or {}),
                 )
             )
-        return cls(pod, cgroups.pod_dir(driver, level, uid), tuple(containers))
+        return cls(pod, kubelet_root / cgroups.pod_dir(driver, level, uid), tuple(containers))
 
     @property
     def uid(self) -> str:

@@ -15,6 +15,13 @@ import pytest
 from kube import controlplane, rest
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here, not in pyproject.toml, whose digest keys the shared venv.
+    config.addinivalue_line(
+        "markers", "e2e: needs real nodes (kubelet + containerd, root; hack/node-setup.sh)"
+    )
+
+
 def _binaries() -> controlplane.Binaries:
     try:
         return controlplane.find_binaries()

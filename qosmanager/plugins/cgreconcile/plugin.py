@@ -131,7 +131,7 @@ class CgroupReconcile(base.PeriodicStrategy):
 
     def _write_protection(self, resource: cgroups.Resource, pods: dict[PurePosixPath, int]) -> None:
         """Pods' values, their QoS dirs' and the kubepods root's sums, top-down."""
-        root = cgroups.kubepods_root(self.handle.fs.driver)
+        root = self.handle.fs.kubepods_root()
         parents: dict[PurePosixPath, int] = defaultdict(int)
         for rel_dir, value in pods.items():
             parents[rel_dir.parent] += value

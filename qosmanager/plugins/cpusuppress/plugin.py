@@ -145,7 +145,7 @@ class CPUSuppress(base.PeriodicStrategy):
 
     def _node_cpus(self, pods: Sequence[qstates.PodMeta]) -> tuple[frozenset[int], frozenset[int]]:
         """(CPUs BE pods may use at all: all but LSE-pinned ones, CPUs pinned to LSR pods)."""
-        root = cgroups.kubepods_root(self.handle.fs.driver)
+        root = self.handle.fs.kubepods_root()
         every = cgroups.read_cpuset_cpus(self.handle.fs, root, effective=True)
         lse: set[int] = set()
         lsr: set[int] = set()

@@ -1,0 +1,174 @@
+"""Container images for the real-node cluster, assembled locally, never pulled.
+
+`kube.localnodes` imports these into each node's containerd (`ctr -n k8s.io
+images import`). Two images are built here from Debian's `busybox-static`
+(one static binary, so the image needs no libc):
+
+- the pod sandbox ("pause") image: a shell that waits for SIGTERM and exits 0,
+  which is all the kubelet asks of a sandbox's process when it holds the pod's
+  namespaces;
+- a workload image whose /bin has busybox and its applets (`sh`, `sleep`,
+  `dd`, ...), for pods that burn CPU or hold memory in tests.
+
+The archive is an OCI image layout (index.json, oci-layout, blobs/sha256/...),
+the format `ctr images import` reads; the image's name travels in the index
+annotation `io.containerd.image.name` (containerd's own convention), so the
+import needs no extra flags. Everything is deterministic: the same busybox
+gives the same digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BUSYBOX = Path("/bin/busybox")
+
+# The applets a workload needs; each becomes a symlink to /bin/busybox.
+APPLETS = ("sh", "sleep", "cat", "dd", "head", "tr", "yes", "true", "ls", "echo", "env", "sync")
+
+# The sandbox process: exit at once on TERM/INT (PID 1 gets no default handlers).
+PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+
+_MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar"
+_MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
+_MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+class ImageError(RuntimeError):
+    """An image could not be assembled; the message names the missing piece."""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """What to put in one single-layer image."""
+
+    name: str  # e.g. "nodeqos.local/busybox:1"
+    files: Mapping[str, bytes]  # path in the image -> content (mode 0755)
+    symlinks: Mapping[str, str] = field(default_factory=dict)  # path -> target
+    entrypoint: Sequence[str] = ()
+    cmd: Sequence[str] = ()
+
+
+def busybox_image(name: str, *, busybox: Path = BUSYBOX) -> Image:
+    """A workload image: /bin/busybox and its common applets."""
+    return Image(
+        name=name,
+        files={"bin/busybox": _read_busybox(busybox)},
+        symlinks={f"bin/{applet}": "busybox" for applet in APPLETS},
+        cmd=("/bin/sh",),
+    )
+
+
+def pause_image(name: str, *, busybox: Path = BUSYBOX) -> Image:
+    """A sandbox image: busybox's shell waiting for SIGTERM."""
+    return Image(
+        name=name,
+        files={"bin/busybox": _read_busybox(busybox)},
+        symlinks={"bin/sh": "busybox", "bin/sleep": "busybox"},
+        entrypoint=("/bin/sh", "-c", PAUSE_SCRIPT),
+    )
+
+
+def _read_busybox(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as err:
+        raise ImageError(
+            f"{path} not found: install Debian's busybox-static (apt-get install busybox-static)"
+        ) from err
+
+
+def _layer(image: Image) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        dirs = sorted({str(Path(p).parent) for p in [*image.files, *image.symlinks]} - {"."})
+        for directory in dirs:
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for path, content in sorted(image.files.items()):
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(content), 0o755
+            tar.addfile(info, io.BytesIO(content))
+        for path, target in sorted(image.symlinks.items()):
+            info = tarfile.TarInfo(path)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            tar.addfile(info)
+    return out.getvalue()
+
+
+def _descriptor(media_type: str, blob: bytes) -> dict[str, Any]:
+    return {
+        "mediaType": media_type,
+        "digest": "sha256:" + hashlib.sha256(blob).hexdigest(),
+        "size": len(blob),
+    }
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def oci_archive(image: Image) -> bytes:
+    """The image as an OCI image-layout tar, ready for `ctr images import`."""
+    layer = _layer(image)
+    config = _json(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {
+                "Entrypoint": list(image.entrypoint) or None,
+                "Cmd": list(image.cmd) or None,
+                "Env": ["PATH=/bin"],
+            },
+            "rootfs": {
+                "type": "layers",
+                "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()],
+            },
+        }
+    )
+    manifest = _json(
+        {
+            "schemaVersion": 2,
+            "mediaType": _MEDIA_MANIFEST,
+            "config": _descriptor(_MEDIA_CONFIG, config),
+            "layers": [_descriptor(_MEDIA_LAYER, layer)],
+        }
+    )
+    tag = image.name.rsplit(":", 1)[-1] if ":" in image.name.rsplit("/", 1)[-1] else "latest"
+    index = _json(
+        {
+            "schemaVersion": 2,
+            "manifests": [
+                {
+                    **_descriptor(_MEDIA_MANIFEST, manifest),
+                    "annotations": {
+                        "io.containerd.image.name": image.name,
+                        "org.opencontainers.image.ref.name": tag,
+                    },
+                }
+            ],
+        }
+    )
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        entries = {"oci-layout": _json({"imageLayoutVersion": "1.0.0"}), "index.json": index}
+        for blob in (layer, config, manifest):
+            entries["blobs/sha256/" + hashlib.sha256(blob).hexdigest()] = blob
+        for path, content in entries.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(content), 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def write_archive(image: Image, path: Path) -> Path:
+    path.write_bytes(oci_archive(image))
+    return path
