@@ -131,6 +131,18 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    """SIGTERM a child, SIGKILL it after `grace` seconds; None or exited is fine."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Credentials for one user of the local API server."""
@@ -242,7 +254,7 @@ class ControlPlane:
         self.stop_scheduler()
         self.stop_controller_manager()
         self.stop_apiserver()
-        self._terminate(self._etcd)
+        terminate(self._etcd)
         self._etcd = None
         for handle in self._logs:
             handle.close()
@@ -262,7 +274,7 @@ class ControlPlane:
                 self._wait_ready(self._apiserver, "kube-apiserver")
                 return
             except ControlPlaneError as err:
-                self._terminate(self._apiserver)
+                terminate(self._apiserver)
                 self._apiserver = None
                 if "address already in use" not in str(err) or attempt == 2:
                     raise
@@ -272,7 +284,7 @@ class ControlPlane:
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver only (etcd keeps the data): an API outage for tests."""
-        self._terminate(self._apiserver)
+        terminate(self._apiserver)
         self._apiserver = None
 
     # -- kube-scheduler and kube-controller-manager -----------------------------------
@@ -297,7 +309,7 @@ class ControlPlane:
         self._wait_component(self._scheduler, "kube-scheduler", port)
 
     def stop_scheduler(self) -> None:
-        self._terminate(self._scheduler)
+        terminate(self._scheduler)
         self._scheduler = None
 
     def start_controller_manager(self) -> None:
@@ -319,7 +331,7 @@ class ControlPlane:
         self._wait_component(self._controller_manager, "kube-controller-manager", port)
 
     def stop_controller_manager(self) -> None:
-        self._terminate(self._controller_manager)
+        terminate(self._controller_manager)
         self._controller_manager = None
 
     def _component_kubeconfig(self, user: str) -> Path:
@@ -502,7 +514,7 @@ class ControlPlane:
                 )
                 return
             except ControlPlaneError as err:
-                self._terminate(self._etcd)
+                terminate(self._etcd)
                 self._etcd = None
                 if "address already in use" not in str(err) or attempt == 2:
                     raise
@@ -592,17 +604,6 @@ class ControlPlane:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
-
-    @staticmethod
-    def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
     def _write_kubeconfig(self, path: Path, user: str, token: str) -> None:
         import yaml

@@ -248,7 +248,7 @@ class LocalNode:
             time.sleep(0.5)
 
     def stop_kubelet(self) -> None:
-        _terminate(self._kubelet)
+        controlplane.terminate(self._kubelet)
         self._kubelet = None
 
     def stop(self) -> None:
@@ -260,7 +260,7 @@ class LocalNode:
         self.stop_kubelet()
         if self._containerd is not None and self._containerd.poll() is None:
             self._kill_all_tasks()
-        _terminate(self._containerd)
+        controlplane.terminate(self._containerd)
         self._containerd = None
         for handle in self._logs:
             handle.close()
@@ -342,17 +342,6 @@ class LocalNode:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
-
-
-def _terminate(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def build_images(directory: Path) -> list[Path]:
