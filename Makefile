@@ -5,6 +5,8 @@
 
 ENV := hack/with-env.sh
 PYTEST_ARGS ?=
+# make bench BENCH='--publish lownodeload': arguments of python -m bench
+BENCH ?=
 
 .PHONY: demo test lint typecheck unit bench control-plane clean-cache
 
@@ -24,7 +26,7 @@ unit:
 	$(ENV) pytest -m 'not controlplane and not slow' $(PYTEST_ARGS)
 
 bench:
-	$(ENV) python -m bench
+	$(ENV) python -m bench $(BENCH)
 
 control-plane:
 	hack/build-control-plane.sh

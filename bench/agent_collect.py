@@ -1,6 +1,6 @@
 """Benchmark of the agent's collection round on a fake node of 110 and 250 pods.
 
-Run with `python -m bench agent_collect`. Writes bench/results/agent_collect.json.
+Run with `python -m bench agent_collect`. Writes agent_collect.json (see bench/__init__.py).
 
 The node is a fake cgroup tree in a temporary directory (written with
 tests/cgroupfs_builder.py), each pod with 2 containers, plus a fake /proc.
