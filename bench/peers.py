@@ -1,7 +1,9 @@
 """nodeqos-descheduler side by side with the upstream descheduler, same cluster, same run.
 
 Run with `python -m bench peers`; writes peers.json (see bench/__init__.py).
-`python -m bench.peers --small` runs only the 1,000-node cluster.
+`python -m bench.peers --small` runs only the 1,000-node cluster;
+`python -m bench.peers --compare-logs bench/results/local nodes_1000_pods_30000`
+compares the decisions in the logs a run left there.
 
 The upstream binary is kubernetes-sigs/descheduler at the version pinned in
 hack/peers/go.mod, built on demand by hack/build-peers.sh (cached under
@@ -33,6 +35,7 @@ with nodeFit off, the eviction caps lifted), run in dry-run mode one after the o
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import json
@@ -64,8 +67,11 @@ PROFILE = "peers"
 MIB = 1 << 20
 
 # Pod CPU requests cycle through 100m/250m/500m/1 (bench/lownodeload.py), so a
-# 32-CPU node requests either 13.3 (41.6%) or 14.45 CPUs (45.2%): thresholds
-# between make half the nodes underutilized and half overutilized.
+# 32-CPU node requests either 13.3 (41.6%) or 14.45 CPUs (45.2%) before the
+# deschedule plugins; PodLifeTime then takes one or two pods off every node
+# (team-00's): untainted nodes then request 40.0, 40.9, 42.0 or 44.8%, and
+# thresholds of 41/43 make about half of them underutilized and 30% over, so
+# LowNodeUtilization has work.
 POLICY: dict[str, Any] = {
     "apiVersion": "descheduler/v1alpha2",
     "kind": "DeschedulerPolicy",
@@ -81,7 +87,7 @@ POLICY: dict[str, Any] = {
                 {"name": "DefaultEvictor", "args": {"nodeFit": False}},
                 {
                     "name": "LowNodeUtilization",
-                    "args": {"thresholds": {"cpu": 42}, "targetThresholds": {"cpu": 45}},
+                    "args": {"thresholds": {"cpu": 41}, "targetThresholds": {"cpu": 43}},
                 },
                 {"name": "RemoveDuplicates", "args": {}},
                 {"name": "RemovePodsViolatingNodeTaints", "args": {}},
@@ -107,6 +113,7 @@ PLUGINS = ("RemovePodsViolatingNodeTaints", "PodLifeTime", "RemoveDuplicates", "
 class Eviction:
     plugin: str
     pod: str  # namespace/name
+    node: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -118,10 +125,11 @@ class CycleEnd:
 # dry run mode" pod="ns/name" reason="..." strategy="PodLifeTime" node="n" profile="p"
 _UPSTREAM_EVICTION = re.compile(
     r'"Evicted pod in dry run mode" pod="(?P<pod>[^"]+)".*? strategy="(?P<plugin>[^"]+)"'
+    r' node="(?P<node>[^"]*)"'
 )
 _UPSTREAM_CYCLE_END = '"Number of evictions/requests"'
 _NODEQOS_EVICTION = re.compile(
-    r"\[dry-run\] evicted pod (?P<pod>\S+) from node \S+ \(plugin (?P<plugin>[^,]+), "
+    r"\[dry-run\] evicted pod (?P<pod>\S+) from node (?P<node>\S+) \(plugin (?P<plugin>[^,]+), "
 )
 _NODEQOS_CYCLE_END = re.compile(r"\[dry-run\] cycle done in [\d.]+s")
 
@@ -129,7 +137,7 @@ _NODEQOS_CYCLE_END = re.compile(r"\[dry-run\] cycle done in [\d.]+s")
 def parse_upstream(line: str) -> Eviction | CycleEnd | None:
     """An event in a line of the upstream descheduler's log (-v=1), or None."""
     if match := _UPSTREAM_EVICTION.search(line):
-        return Eviction(match["plugin"], match["pod"])
+        return Eviction(match["plugin"], match["pod"], match["node"])
     if _UPSTREAM_CYCLE_END in line:
         return CycleEnd()
     return None
@@ -138,19 +146,22 @@ def parse_upstream(line: str) -> Eviction | CycleEnd | None:
 def parse_nodeqos(line: str) -> Eviction | CycleEnd | None:
     """An event in a line of nodeqos-descheduler's log, or None."""
     if match := _NODEQOS_EVICTION.search(line):
-        return Eviction(match["plugin"], match["pod"])
+        return Eviction(match["plugin"], match["pod"], match["node"])
     if _NODEQOS_CYCLE_END.search(line):
         return CycleEnd()
     return None
 
 
-def compare(
-    nodeqos: dict[str, set[str]], upstream: dict[str, set[str]], examples: int = 5
-) -> dict[str, Any]:
-    """Per plugin: how many each would evict, and the pods only one of them picks."""
+Decisions = dict[str, dict[str, str]]  # plugin -> {pod: node}
+
+
+def compare(nodeqos: Decisions, upstream: Decisions, examples: int = 5) -> dict[str, Any]:
+    """Per plugin: how many each would evict, the pods only one of them picks, and
+    whether they take as many pods from every node (the same choice up to ties)."""
     out: dict[str, Any] = {}
     for plugin in sorted(set(nodeqos) | set(upstream) | set(PLUGINS)):
-        ours, theirs = nodeqos.get(plugin, set()), upstream.get(plugin, set())
+        our_pods, their_pods = nodeqos.get(plugin, {}), upstream.get(plugin, {})
+        ours, theirs = set(our_pods), set(their_pods)
         out[plugin] = {
             "nodeqos": len(ours),
             "upstream": len(theirs),
@@ -160,8 +171,32 @@ def compare(
             "only_nodeqos_examples": sorted(ours - theirs)[:examples],
             "only_upstream_examples": sorted(theirs - ours)[:examples],
             "same": ours == theirs,
+            "same_count_per_node": collections.Counter(our_pods.values())
+            == collections.Counter(their_pods.values()),
         }
     return out
+
+
+def cycles_in_log(path: Path, parse: Any) -> list[Decisions]:
+    """The decisions of every complete cycle in a saved log, in order."""
+    cycles: list[Decisions] = []
+    current: Decisions = {}
+    with path.open() as log:
+        for line in log:
+            event = parse(line)
+            if isinstance(event, Eviction):
+                current.setdefault(event.plugin, {})[event.pod] = event.node
+            elif isinstance(event, CycleEnd):
+                cycles.append(current)
+                current = {}
+    return cycles
+
+
+def compare_logs(directory: Path, label: str) -> dict[str, Any]:
+    """Re-read the logs a run saved (bench/results/local/peers-*-LABEL.log), compare the last cycles."""
+    ours = cycles_in_log(directory / f"peers-nodeqos-{label}.log", parse_nodeqos)
+    theirs = cycles_in_log(directory / f"peers-upstream-{label}.log", parse_upstream)
+    return compare(ours[-1], theirs[-1])
 
 
 # -- running one descheduler -----------------------------------------------------------
@@ -173,8 +208,8 @@ class Measured:
     cycle_ends: list[float]
     cpu_at_ends: list[float]
     peak_rss_bytes: int
-    first_decisions: dict[str, set[str]]
-    decisions: dict[str, set[str]]  # of the last cycle: a steady one
+    first_decisions: Decisions
+    decisions: Decisions  # of the last cycle: a steady one
 
     def summary(self) -> dict[str, Any]:
         gaps = [b - a for a, b in zip(self.cycle_ends, self.cycle_ends[1:], strict=False)]
@@ -202,8 +237,8 @@ def _peak_rss(pid: int) -> int:
 
 def measure(command: list[str], parse: Any, log_path: Path) -> Measured:
     """Start `command`, read its log until 1 + STEADY_CYCLES cycles ended, stop it."""
-    decisions: dict[str, set[str]] = {}
-    first: dict[str, set[str]] = {}
+    decisions: Decisions = {}
+    first: Decisions = {}
     ends: list[float] = []
     cpu: list[float] = []
     start = time.monotonic()
@@ -221,7 +256,7 @@ def measure(command: list[str], parse: Any, log_path: Path) -> Measured:
                 log.write(line)
                 event = parse(line)
                 if isinstance(event, Eviction):
-                    decisions.setdefault(event.plugin, set()).add(event.pod)
+                    decisions.setdefault(event.plugin, {})[event.pod] = event.node
                 elif isinstance(event, CycleEnd):
                     ends.append(time.monotonic() - start)
                     if len(ends) == 1:
@@ -424,4 +459,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--compare-logs"]:
+        print(json.dumps(compare_logs(Path(sys.argv[2]), sys.argv[3]), indent=1))
+    else:
+        sys.exit(main())

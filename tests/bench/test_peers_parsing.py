@@ -32,7 +32,7 @@ NODEQOS_CYCLE_END = (
         pytest.param(
             peers.parse_upstream,
             UPSTREAM_EVICTION,
-            peers.Eviction("PodLifeTime", "team-00/app-0-7d9c8b-000000"),
+            peers.Eviction("PodLifeTime", "team-00/app-0-7d9c8b-000000", "node-00000"),
             id="upstream-eviction",
         ),
         pytest.param(peers.parse_upstream, UPSTREAM_CYCLE_END, peers.CycleEnd(), id="upstream-end"),
@@ -45,7 +45,9 @@ NODEQOS_CYCLE_END = (
         pytest.param(
             peers.parse_nodeqos,
             NODEQOS_EVICTION,
-            peers.Eviction("RemovePodsViolatingNodeTaints", "team-03/app-9-7d9c8b-00001e"),
+            peers.Eviction(
+                "RemovePodsViolatingNodeTaints", "team-03/app-9-7d9c8b-00001e", "node-00050"
+            ),
             id="nodeqos-eviction",
         ),
         pytest.param(peers.parse_nodeqos, NODEQOS_CYCLE_END, peers.CycleEnd(), id="nodeqos-end"),
@@ -64,8 +66,8 @@ def test_log_lines(parse: object, line: str, expected: object) -> None:
 
 def test_compare_counts_and_names_the_differences() -> None:
     """Per plugin: both counts, the overlap and the pods only one side picks."""
-    ours = {"PodLifeTime": {"a/1", "a/2"}, "LowNodeUtilization": {"b/1"}}
-    theirs = {"PodLifeTime": {"a/1", "a/3"}}
+    ours = {"PodLifeTime": {"a/1": "n1", "a/2": "n2"}, "LowNodeUtilization": {"b/1": "n1"}}
+    theirs = {"PodLifeTime": {"a/1": "n1", "a/3": "n2"}}
     result = peers.compare(ours, theirs)
     assert result["PodLifeTime"] == {
         "nodeqos": 2,
@@ -76,6 +78,8 @@ def test_compare_counts_and_names_the_differences() -> None:
         "only_nodeqos_examples": ["a/2"],
         "only_upstream_examples": ["a/3"],
         "same": False,
+        "same_count_per_node": True,  # a tie broken the other way on n2
     }
     assert result["LowNodeUtilization"]["only_nodeqos"] == 1
+    assert result["LowNodeUtilization"]["same_count_per_node"] is False
     assert result["RemoveDuplicates"]["same"] is True  # every plugin of the profile is listed
