@@ -104,6 +104,7 @@ POLICY: dict[str, Any] = {
     ],
 }
 PLUGINS = ("RemovePodsViolatingNodeTaints", "PodLifeTime", "RemoveDuplicates", "LowNodeUtilization")
+DETERMINISTIC = ("RemovePodsViolatingNodeTaints", "PodLifeTime")
 
 
 # -- reading the logs ------------------------------------------------------------------
@@ -220,8 +221,18 @@ class Measured:
 
     @property
     def first_complete(self) -> int:
-        """Index of the first cycle that decides what the steady cycles decide."""
-        return next(i for i, cycle in enumerate(self.cycles) if cycle == self.cycles[-1])
+        """Index of the first cycle that saw the whole cluster.
+
+        Judged by the plugins whose choice does not depend on tie order
+        (DETERMINISTIC): upstream breaks LowNodeUtilization's ties differently
+        every cycle, so its balance decisions never settle.
+        """
+
+        def settled(cycle: Decisions) -> dict[str, dict[str, str]]:
+            return {p: cycle.get(p, {}) for p in DETERMINISTIC}
+
+        last = settled(self.cycles[-1])
+        return next(i for i, cycle in enumerate(self.cycles) if settled(cycle) == last)
 
     def summary(self) -> dict[str, Any]:
         gaps = [b - a for a, b in zip(self.cycle_ends, self.cycle_ends[1:], strict=False)]

@@ -83,3 +83,13 @@ def test_compare_counts_and_names_the_differences() -> None:
     assert result["LowNodeUtilization"]["only_nodeqos"] == 1
     assert result["LowNodeUtilization"]["same_count_per_node"] is False
     assert result["RemoveDuplicates"]["same"] is True  # every plugin of the profile is listed
+
+
+def test_first_complete_cycle_ignores_tie_breaks() -> None:
+    """Upstream's first dry-run cycle sees part of the cluster; LNU ties never settle."""
+    partial = {"PodLifeTime": {"a/1": "n1"}}
+    full = {"PodLifeTime": {"a/1": "n1", "a/2": "n2"}, "LowNodeUtilization": {"b/1": "n3"}}
+    other_tie = {"PodLifeTime": {"a/1": "n1", "a/2": "n2"}, "LowNodeUtilization": {"b/2": "n3"}}
+    run = peers.Measured(1.0, [1.0, 2.0, 3.0], [0.5, 1.0, 1.5], 0, [partial, full, other_tie])
+    assert run.first_complete == 1
+    assert run.summary()["first_complete_cycle_seconds"] == 2.0
