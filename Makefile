@@ -5,6 +5,8 @@
 
 ENV := hack/with-env.sh
 PYTEST_ARGS ?=
+# make bench BENCH='--publish lownodeload': arguments of python -m bench
+BENCH ?=
 
 .PHONY: demo test lint typecheck unit e2e bench control-plane node-setup clean-cache
 
@@ -28,7 +30,7 @@ e2e:
 	$(ENV) pytest -m e2e tests/e2e $(PYTEST_ARGS)
 
 bench:
-	$(ENV) python -m bench
+	$(ENV) python -m bench $(BENCH)
 
 control-plane:
 	hack/build-control-plane.sh

@@ -1,9 +1,15 @@
 """nodeqos benchmarks, with published numbers in bench/results/.
 
 Each module `bench/<name>.py` has a `main() -> int` that runs its
-measurements, writes `bench/results/<name>.json` through `write_results`, and
-returns 0 when every target is met. `python -m bench` runs them all,
-`python -m bench <name> ...` the ones named (`make bench`).
+measurements, writes `<name>.json` through `write_results`, and returns 0 when
+every target is met. `python -m bench` runs them all, `python -m bench <name>
+...` the ones named (`make bench`).
+
+A run writes to bench/results/local/ (untracked), so running the benchmarks
+leaves the tree clean; `python -m bench --publish ...` writes the tracked
+bench/results/<name>.json instead, which is how the README's numbers are
+recorded. The choice travels in the environment (PUBLISH_ENV), so a benchmark's
+child processes and `python -m bench.<name>` honour it too.
 """
 
 from __future__ import annotations
@@ -20,6 +26,27 @@ from typing import Any
 import psutil
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+"""The published results, tracked in git."""
+LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
+"""Where a run writes unless it publishes; ignored by git."""
+PUBLISH_ENV = "NODEQOS_BENCH_PUBLISH"
+
+
+def results_dir() -> Path:
+    """Where this run writes: the published directory only when PUBLISH_ENV is "1"."""
+    return RESULTS_DIR if os.environ.get(PUBLISH_ENV) == "1" else LOCAL_RESULTS_DIR
+
+
+def previous_results(name: str) -> dict[str, Any] | None:
+    """The last recorded `<name>.json`: this run's directory first, then the published one."""
+    for directory in dict.fromkeys((results_dir(), RESULTS_DIR)):
+        try:
+            document = json.loads((directory / f"{name}.json").read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            continue
+        if isinstance(document, dict):
+            return document
+    return None
 
 
 def machine_info() -> dict[str, Any]:
@@ -41,9 +68,10 @@ def machine_info() -> dict[str, Any]:
 
 
 def write_results(name: str, results: dict[str, Any]) -> Path:
-    """Write `results` (plus machine info and a timestamp) to bench/results/<name>.json."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+    """Write `results` (plus machine info and a timestamp) to `<name>.json` in `results_dir()`."""
+    directory = results_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
     payload = {
         "benchmark": name,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

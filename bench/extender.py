@@ -1,6 +1,6 @@
 """Benchmark of the scheduler extender: verb latency at scale, and its cost to kube-scheduler.
 
-Run with `python -m bench extender`; writes bench/results/extender.json.
+Run with `python -m bench extender`; writes extender.json (see bench/__init__.py).
 `python -m bench.extender --quick` runs the latency part at 1,000 nodes only.
 
 - Latency: the LowNodeLoad benchmark's synthetic cluster (32-CPU nodes, 30 pods

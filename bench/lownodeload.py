@@ -1,6 +1,6 @@
 """Benchmark of the descheduler's LowNodeLoad at cluster scale.
 
-Run with `python -m bench lownodeload`; writes bench/results/lownodeload.json.
+Run with `python -m bench lownodeload`; writes lownodeload.json (see bench/__init__.py).
 `python -m bench.lownodeload --quick` runs only the in-memory parts at 1,000
 nodes (for profiling).
 
@@ -31,7 +31,8 @@ Measurements and targets:
   result says so.
 
 The sync part takes about 7 minutes. With NODEQOS_BENCH_SKIP_SYNC=1 it is not
-run: the sync results of the previous bench/results/lownodeload.json are kept,
+run: the sync results of the previous lownodeload.json (this run's results
+directory first, then the published one) are kept,
 marked `carried_over` with the time they were measured (`measured_at`).
 """
 
@@ -40,7 +41,6 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import itertools
-import json
 import os
 import random
 import statistics
@@ -53,7 +53,7 @@ from typing import Any
 import psutil
 from prometheus_client import CollectorRegistry
 
-from bench import RESULTS_DIR, write_results
+from bench import previous_results, write_results
 from descheduler import config, framework, plugins
 from descheduler.evictions import EvictOptions
 from kube import controlplane, eviction, objects, rest
@@ -73,7 +73,6 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 SKIP_SYNC_ENV = "NODEQOS_BENCH_SKIP_SYNC"
-RESULTS = RESULTS_DIR / "lownodeload.json"
 
 TARGET_CYCLE_SECONDS = 1.0
 TARGET_RSS_BYTES = GIB
@@ -498,10 +497,9 @@ def api_sync() -> dict[str, Any]:
 
 
 def previous_sync() -> dict[str, Any] | None:
-    """The sync results of the last full run (from RESULTS), marked as carried over."""
-    try:
-        previous = json.loads(RESULTS.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    """The sync results of the last full run, marked as carried over."""
+    previous = previous_results("lownodeload")
+    if previous is None:
         return None
     sync = previous.get("initial_sync")
     if not isinstance(sync, dict) or "large_sync_seconds" not in sync:

@@ -1,7 +1,7 @@
 """Benchmark of the metric cache: one node, 250 pods x 6 kinds at 1 Hz.
 
 Run with `python -m bench metriccache` (not as a script: this module's name
-would shadow the `metriccache` package). Writes bench/results/metriccache.json.
+would shadow the `metriccache` package). Writes metriccache.json (see bench/__init__.py).
 
 The scenario: every simulated second the collectors append one batch of
 250 pods x (pod cpu, pod memory, pod throttled ratio, container cpu,
@@ -245,7 +245,7 @@ def run(workdir: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    """Run the benchmark, write bench/results/metriccache.json, print a summary."""
+    """Run the benchmark, write metriccache.json, print a summary."""
     with tempfile.TemporaryDirectory(prefix="nodeqos-bench-metriccache-") as tmp:
         document = run(Path(tmp))
     path = write_results("metriccache", document)

@@ -15,11 +15,14 @@ and the descheduler's cluster snapshot.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import gc
 import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -98,6 +101,37 @@ class Backoff:
 
     def reset(self) -> None:
         self._next = 0.0
+
+
+_paused_lock = threading.Lock()
+_paused = 0  # LISTs running with the collector paused
+_resume = False  # whether the last of them turns the collector back on
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a LIST decodes and projects.
+
+    A LIST allocates millions of dicts and lists that reference counting frees
+    at once, yet every 700 allocations start a collection, and the older
+    generations' ones walk the whole growing cache again: 25% of decoding and
+    projecting 30,000 pods (6.6 s -> 4.9 s). The collector is process-wide and
+    informers LIST concurrently, so pauses nest: it runs again when the last
+    LIST ends, unless it was off before the first began.
+    """
+    global _paused, _resume
+    with _paused_lock:
+        if _paused == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused -= 1
+            if _paused == 0 and _resume:
+                gc.enable()
 
 
 class Informer(Generic[T]):
@@ -235,20 +269,36 @@ class Informer(Generic[T]):
         self._stop.wait(delay)
 
     def _list(self) -> None:
+        """LIST every page, asking for the next one before projecting this one.
+
+        Measured on 150,000 pods: the time goes to decoding JSON and projecting
+        (about 2:1), with the API server's encoding of each page in between. The
+        next page's request is sent as soon as its continue token is known, so the
+        server encodes it while this thread projects; and the cyclic collector is
+        paused (see `collector_paused`).
+        """
         path = self._resource.path(namespace=self._namespace)
         fresh: dict[str, T] = {}
         query: dict[str, str | int | bool] = {**self._selectors, "limit": self._page_size}
-        while True:
-            page = self._client.request("GET", path, query=query)
-            for obj in page.get("items") or ():
-                item = self._safe_project(obj)
-                if item is not None:
-                    fresh[object_key(obj)] = item
-            meta = page.get("metadata", {})
-            if not meta.get("continue"):
-                version = str(meta.get("resourceVersion", ""))
-                break
-            query["continue"] = meta["continue"]
+        with (
+            concurrent.futures.ThreadPoolExecutor(1, f"{self.name}-list") as fetcher,
+            collector_paused(),
+        ):
+            pending = fetcher.submit(self._client.request, "GET", path, query=dict(query))
+            while True:
+                page = pending.result()
+                meta = page.get("metadata", {})
+                more = meta.get("continue")
+                if more:
+                    query["continue"] = more
+                    pending = fetcher.submit(self._client.request, "GET", path, query=dict(query))
+                for obj in page.get("items") or ():
+                    item = self._safe_project(obj)
+                    if item is not None:
+                        fresh[object_key(obj)] = item
+                if not more:
+                    version = str(meta.get("resourceVersion", ""))
+                    break
         self._replace(fresh, version)
         self.lists += 1
         self._synced.set()

@@ -83,6 +83,14 @@ def test_d7_evicts_exactly_two_from_a() -> None:
     assert "cpu 87.50% (mark 70.00%)" in report.evictions[0].reason
 
 
+def test_each_pod_goes_to_the_coolest_destination_as_it_is_then() -> None:
+    """A's first pod warms C (7.5% -> 20%) past B (10%), so the second goes to B."""
+    pods = [*pods_on("a", *["500m"] * 7), *pods_on("b", "400m"), *pods_on("c", "300m")]
+    report = run(pods)
+    assert report.evicted_pods == ["default/a-0", "default/a-1"]
+    assert cpu_after(report) == {"a": 2500, "b": 900, "c": 800}
+
+
 # -- arguments --------------------------------------------------------------------------
 
 

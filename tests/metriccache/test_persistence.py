@@ -234,3 +234,13 @@ def test_kill_9_loses_at_most_one_flush_interval(tmp_path: Path) -> None:
     assert got.first_time == base
     assert got.p50 == (9.0 if got.count == 20 else 14.0)
     assert not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_store_keeps_a_small_page_cache(tmp_path: Path) -> None:
+    """The store's connection caches at most PAGE_CACHE_KIB of pages, not SQLite's 2 MiB default."""
+    store, _ = storage.open_store(tmp_path / "cache.db", time.time, lambda s: None)
+    try:
+        (cache_size,) = store.conn.execute("PRAGMA cache_size").fetchone()
+    finally:
+        store.close()
+    assert cache_size == -storage.PAGE_CACHE_KIB

@@ -18,7 +18,8 @@ were no candidates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from descheduler.framework import Reason, Refusal, Snapshot
@@ -26,7 +27,7 @@ from descheduler.plugins.lownodeutilization import classify
 from descheduler.plugins.lownodeutilization.meter import Meter
 from kube import objects, scheduling
 
-__all__ = ["find", "headroom"]
+__all__ = ["Pool", "find", "headroom"]
 
 _SHOWN = 3
 
@@ -85,3 +86,59 @@ def headroom(
         ).items():
             total[name] += free
     return total
+
+
+class Pool:
+    """The underutilized nodes of one balance pass, kept current as pods land on them.
+
+    Summing every destination's room and sorting them by heat for each
+    candidate pod made a pass O(pods x destinations), in Fraction arithmetic:
+    20 of a 21 s cycle at 1,000 nodes (cProfile). An eviction changes only the
+    destination's use, so `landed` refreshes that node alone; the total and
+    the order stay what a full recount would give.
+    """
+
+    def __init__(
+        self,
+        meter: Meter,
+        nodes: Iterable[objects.Node],
+        high: Mapping[str, Fraction],
+        resources: Sequence[str],
+        heat: Callable[[objects.Node], float],
+    ) -> None:
+        self._meter, self._high, self._resources, self._heat = meter, high, resources, heat
+        self._nodes: dict[str, objects.Node] = {node.name: node for node in nodes}
+        self._rooms = {name: self._room(node) for name, node in self._nodes.items()}
+        self._total = dict.fromkeys(resources, 0)
+        for room in self._rooms.values():
+            for name, free in room.items():
+                self._total[name] += free
+        self._heats = {name: heat(node) for name, node in self._nodes.items()}
+        self._order = sorted((h, name) for name, h in self._heats.items())
+
+    def _room(self, node: objects.Node) -> dict[str, int]:
+        return classify.room(
+            self._meter.used(node.name), self._meter.capacity(node), self._high, self._resources
+        )
+
+    def headroom(self) -> dict[str, int]:
+        """Σ `classify.room` over the nodes, per resource (negative rooms count)."""
+        return dict(self._total)
+
+    def coolest_first(self, *, excluding: str) -> list[objects.Node]:
+        """The nodes by heat, coolest first, ties by name (`order.by_heat`)."""
+        return [self._nodes[name] for _, name in self._order if name != excluding]
+
+    def landed(self, name: str) -> None:
+        """Node `name`'s use changed (a pod was projected onto it): recount it."""
+        node = self._nodes.get(name)
+        if node is None:
+            return
+        room = self._room(node)
+        for resource, free in room.items():
+            self._total[resource] += free - self._rooms[name][resource]
+        self._rooms[name] = room
+        old = (self._heats[name], name)
+        del self._order[bisect.bisect_left(self._order, old)]
+        self._heats[name] = self._heat(node)
+        bisect.insort(self._order, (self._heats[name], name))

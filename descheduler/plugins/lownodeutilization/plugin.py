@@ -40,7 +40,7 @@ Differences from upstream, on purpose:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from descheduler.config import PluginArgs
@@ -118,8 +118,10 @@ class LowNodeUtilization:
         def heat(node: objects.Node) -> float:
             return classify.heat(meter.used(node.name), meter.capacity(node), self.judged)
 
+        resources = sorted(set(classify.BASIC_RESOURCES) | set(self.judged))
+        pool = destinations.Pool(meter, low, marks.high, resources, heat)
         for source in order.by_heat(high, heat, hottest_first=True):
-            if not self._drain(snapshot, meter, source, low, marks.high, heat):
+            if not self._drain(snapshot, meter, source, pool, marks.high):
                 return
 
     def _marks(self, meter: Meter, nodes: Sequence[objects.Node]) -> classify.Marks:
@@ -136,9 +138,8 @@ class LowNodeUtilization:
         snapshot: Snapshot,
         meter: Meter,
         source: objects.Node,
-        low: Sequence[objects.Node],
+        pool: destinations.Pool,
         high: Mapping[str, Fraction],
-        heat: Callable[[objects.Node], float],
     ) -> bool:
         """Evict from `source` until it is relieved; False once the total limit is reached."""
         evictor = self.handle.evictor
@@ -149,14 +150,13 @@ class LowNodeUtilization:
         )
         limits = self.args.eviction_limits
         node_limit = None if limits is None else limits.node
-        resources = sorted(set(classify.BASIC_RESOURCES) | set(self.judged))
         evicted = 0
         for pod in candidates:
             over = classify.over(meter.used(source.name), capacity, high)
             if not over:
                 return True
-            room = destinations.headroom(meter, low, high, resources)
-            full = [name for name in resources if room[name] <= 0]
+            room = pool.headroom()
+            full = [name for name, free in room.items() if free <= 0]
             if full:
                 self._note(
                     Reason.NO_DESTINATION,
@@ -179,9 +179,7 @@ class LowNodeUtilization:
                 detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
                 found = Refusal(Reason.FILTERED, detail, NAME)
             else:
-                cooler = order.by_heat(
-                    (n for n in low if n.name != source.name), heat, hottest_first=False
-                )
+                cooler = pool.coolest_first(excluding=source.name)
                 found = destinations.find(snapshot, meter, pod, amount, cooler, high, plugin=NAME)
             if isinstance(found, Refusal):
                 self.handle.decisions.skip(pod, plugin=NAME, reason=found)
@@ -189,13 +187,15 @@ class LowNodeUtilization:
             reason = f"node {source.name} is above targetThresholds: " + classify.describe(
                 meter.used(source.name), capacity, {n: high[n] for n in over}
             )
-            if evictor.evict(
+            moved = evictor.evict(
                 pod,
                 plugin=NAME,
                 reason=reason,
                 destination=found.name,
                 usage=meter.usage_of(pod),
-            ):
+            )
+            pool.landed(found.name)
+            if moved:
                 evicted += 1
             elif evictor.total_limit_reached():
                 return False
