@@ -50,7 +50,7 @@ from typing import IO, Any
 
 import yaml
 
-from kube import controlplane, nodeconfig, ociimage, servicenat
+from kube import controlplane, machinelock, nodeconfig, ociimage, servicenat
 
 log = logging.getLogger(__name__)
 
@@ -365,33 +365,47 @@ def running_nodes(
     images: Sequence[Path] = (),
     binaries: NodeBinaries | None = None,
 ) -> Iterator[list[LocalNode]]:
-    """Start one node per name (in turn: they share 2 cores at start), stop all on exit."""
+    """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
+
+    One set of nodes per machine at a time (`kube.machinelock`): bridges, pod
+    subnets, cgroup roots and the Service route are machine-wide names.
+    """
     binaries = binaries or NodeBinaries.find()
     all_images = [*build_images(workdir / "images"), *images]
     nodes: list[LocalNode] = []
-    try:
-        for index, name in enumerate(names, start=1):
-            node = LocalNode(
-                plane,
-                name,
-                index,
-                binaries=binaries,
-                workdir=workdir / name,
-                images=all_images,
-            )
-            node.start()
-            nodes.append(node)
-        if nodes and not plane.bind_address.startswith("127."):
-            servicenat.install(
-                controlplane.KUBERNETES_SERVICE_IP, node_ip(plane, nodes[0].name), plane.secure_port
-            )
-        else:
-            log.info("API server on loopback only: pods cannot reach it (no Service route)")
+    with machinelock.held(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(_stop_all, nodes)
+        _start_all(plane, names, nodes, workdir=workdir, images=all_images, binaries=binaries)
         yield nodes
-    finally:
-        for node in reversed(nodes):
-            node.stop()
-        servicenat.remove()
+
+
+def _start_all(
+    plane: controlplane.ControlPlane,
+    names: Sequence[str],
+    nodes: list[LocalNode],
+    *,
+    workdir: Path,
+    images: Sequence[Path],
+    binaries: NodeBinaries,
+) -> None:
+    for index, name in enumerate(names, start=1):
+        node = LocalNode(
+            plane, name, index, binaries=binaries, workdir=workdir / name, images=images
+        )
+        node.start()
+        nodes.append(node)
+    if nodes and not plane.bind_address.startswith("127."):
+        servicenat.install(
+            controlplane.KUBERNETES_SERVICE_IP, node_ip(plane, nodes[0].name), plane.secure_port
+        )
+    else:
+        log.info("API server on loopback only: pods cannot reach it (no Service route)")
+
+
+def _stop_all(nodes: list[LocalNode]) -> None:
+    for node in reversed(nodes):
+        node.stop()
+    servicenat.remove()
 
 
 def node_ip(plane: controlplane.ControlPlane, name: str) -> str:
