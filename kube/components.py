@@ -15,7 +15,7 @@ functions over paths and ports, so the lifecycle code stays in one place:
   certificate (the readiness check does not verify it).
 
 The controllers: the ones nodeqos relies on (workloads, PDB status, garbage
-collection, service accounts, namespace clean-up). The node lifecycle
+collection, service accounts and the root CA ConfigMap, namespace clean-up). The node lifecycle
 controller is left out by default: the process-based nodes of the demo and of
 most tests have no kubelet renewing their Lease, and the controller would taint
 them unreachable and evict their pods after 40 s. Real-node setups add it.
@@ -41,6 +41,8 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "garbage-collector-controller",
     "namespace-controller",
     "replicaset-controller",
+    # kube-root-ca.crt in every namespace: the CA half of pods' in-cluster config.
+    "root-ca-certificate-publisher-controller",
     "serviceaccount-controller",
 )
 NODE_LIFECYCLE_CONTROLLER = "node-lifecycle-controller"

@@ -15,6 +15,9 @@ What it sets up, and why:
   (see `kube.components`); fast tests leave both off;
 - certificates and the service-account signing key from ``certgen`` (a Go
   helper built with the binaries, so Python needs no crypto package);
+- with `bind_address="0.0.0.0"` it serves on every host address, for pods of
+  real nodes reaching it through the ``kubernetes`` Service (10.0.0.1, in the
+  serving certificate; `kube.localnodes` routes it);
 - RBAC authorization, a static admin token in ``system:masters`` and the
   TokenRequest API, so tests can act as other identities and see real 403s;
 - the ``ServiceAccount`` admission plugin off unless asked for: without the
@@ -60,6 +63,11 @@ HOW_TO_BUILD = (
 )
 
 _PR_SET_PDEATHSIG = 1
+
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# The first address of the range: the API server gives it to the `kubernetes`
+# Service in `default`, and certgen puts it in the serving certificate.
+KUBERNETES_SERVICE_IP = "10.0.0.1"
 
 
 class ControlPlaneError(RuntimeError):
@@ -170,8 +178,13 @@ class ControlPlane:
         controllers: bool | Sequence[str] = False,
         service_account_admission: bool = False,
         nodes: Sequence[str] = (),
+        bind_address: str = "127.0.0.1",
     ) -> None:
         self._binaries = binaries
+        # 127.0.0.1 keeps the API server off the network; real nodes (kube.localnodes)
+        # need 0.0.0.0 so their pods reach it through the `kubernetes` Service.
+        # Clients here always use the loopback URL either way.
+        self.bind_address = bind_address
         self._want_scheduler = scheduler
         self._scheduler_base = scheduler_config
         self._controllers: tuple[str, ...] = (
@@ -523,7 +536,7 @@ class ControlPlane:
         pki = self.workdir / "pki"
         return [
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
+            f"--bind-address={self.bind_address}",
             f"--secure-port={self.secure_port}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -533,7 +546,7 @@ class ControlPlane:
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             *(
                 ()
                 if self._service_account_admission

@@ -28,7 +28,10 @@ Machine facts handled here (found on the development VM, Debian 12, kernel 6.18)
   ("failed to update /proc/self/oom_score_adj: Permission denied"). containerd's
   ``restrict_oom_score_adj`` clamps those to containerd's own score;
 - the kubelet refuses a loopback node IP, so it picks the host's address; it
-  serves its API on loopback only (no logs/exec through the API server).
+  serves its API on loopback only (no logs/exec through the API server);
+- no kube-proxy: with the API server bound to every address, `running_nodes`
+  routes the ``kubernetes`` Service (10.0.0.1:443) to it (`kube.servicenat`),
+  so in-cluster clients in pods work as on a real cluster.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import IO, Any
 
 import yaml
 
-from kube import controlplane, nodeconfig, ociimage
+from kube import controlplane, machinelock, nodeconfig, ociimage, servicenat
 
 log = logging.getLogger(__name__)
 
@@ -362,23 +365,53 @@ def running_nodes(
     images: Sequence[Path] = (),
     binaries: NodeBinaries | None = None,
 ) -> Iterator[list[LocalNode]]:
-    """Start one node per name (in turn: they share 2 cores at start), stop all on exit."""
+    """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
+
+    One set of nodes per machine at a time (`kube.machinelock`): bridges, pod
+    subnets, cgroup roots and the Service route are machine-wide names.
+    """
     binaries = binaries or NodeBinaries.find()
     all_images = [*build_images(workdir / "images"), *images]
     nodes: list[LocalNode] = []
-    try:
-        for index, name in enumerate(names, start=1):
-            node = LocalNode(
-                plane,
-                name,
-                index,
-                binaries=binaries,
-                workdir=workdir / name,
-                images=all_images,
-            )
-            node.start()
-            nodes.append(node)
+    with machinelock.held(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(_stop_all, nodes)
+        _start_all(plane, names, nodes, workdir=workdir, images=all_images, binaries=binaries)
         yield nodes
-    finally:
-        for node in reversed(nodes):
-            node.stop()
+
+
+def _start_all(
+    plane: controlplane.ControlPlane,
+    names: Sequence[str],
+    nodes: list[LocalNode],
+    *,
+    workdir: Path,
+    images: Sequence[Path],
+    binaries: NodeBinaries,
+) -> None:
+    for index, name in enumerate(names, start=1):
+        node = LocalNode(
+            plane, name, index, binaries=binaries, workdir=workdir / name, images=images
+        )
+        node.start()
+        nodes.append(node)
+    if nodes and not plane.bind_address.startswith("127."):
+        servicenat.install(
+            controlplane.KUBERNETES_SERVICE_IP, node_ip(plane, nodes[0].name), plane.secure_port
+        )
+    else:
+        log.info("API server on loopback only: pods cannot reach it (no Service route)")
+
+
+def _stop_all(nodes: list[LocalNode]) -> None:
+    for node in reversed(nodes):
+        node.stop()
+    servicenat.remove()
+
+
+def node_ip(plane: controlplane.ControlPlane, name: str) -> str:
+    """The InternalIP the kubelet of `name` reports (the host address it picked)."""
+    node = plane.request("GET", f"/api/v1/nodes/{name}")
+    for address in node.get("status", {}).get("addresses", []):
+        if address.get("type") == "InternalIP":
+            return str(address["address"])
+    raise NodeError(f"node {name} reports no InternalIP: {node.get('status', {}).get('addresses')}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +44,11 @@ def real_cluster() -> Iterator[RealCluster]:
             scheduler=True,
             controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
             nodes=NODE_NAMES,
+            # Pods reach the API server as in a real cluster: the `kubernetes`
+            # Service (routed by kube.localnodes), a projected ServiceAccount
+            # token (the admission plugin adds the volume) and kube-root-ca.crt.
+            bind_address="0.0.0.0",
+            service_account_admission=True,
         ) as plane,
         localnodes.running_nodes(
             plane, NODE_NAMES, workdir=Path(workdir), binaries=node_bin
@@ -61,8 +67,33 @@ def e2e_namespace(real_cluster: RealCluster) -> Iterator[str]:
     kube = real_cluster.kube
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    wait_namespace_ready(kube, name)
     yield name
     kube.delete(f"/api/v1/namespaces/{name}")
+
+
+def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0) -> None:
+    """Wait for the controllers' `default` ServiceAccount and `kube-root-ca.crt`:
+    the ServiceAccount admission plugin rejects pods created before the first."""
+    wanted = (
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
+        f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt",
+    )
+    deadline = time.monotonic() + timeout
+    for path in wanted:
+        while True:
+            try:
+                kube.get(path)
+                break
+            except rest.ApiError as err:
+                if not err.not_found:
+                    raise
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"{path} not created within {timeout}s: are kube-controller-manager's "
+                        "serviceaccount and root-ca-certificate-publisher controllers running?"
+                    ) from None
+                time.sleep(0.2)
 
 
 NODE_IMAGE_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "node-image.sh"
