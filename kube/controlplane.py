@@ -343,8 +343,17 @@ class ControlPlane:
     def admin(self) -> Identity:
         return Identity(self.ADMIN_USER, self._admin_token, self.kubeconfig)
 
-    def service_account(self, namespace: str, name: str, *, create: bool = True) -> Identity:
-        """A token for ServiceAccount namespace/name from the TokenRequest API."""
+    def service_account(
+        self, namespace: str, name: str, *, create: bool = True, node: str | None = None
+    ) -> Identity:
+        """A token for ServiceAccount namespace/name from the TokenRequest API.
+
+        With `node`, the token is bound to that Node object (boundObjectRef kind
+        Node, GA since Kubernetes 1.33): the API server then puts the node's name
+        in the user's extra info under `authentication.kubernetes.io/node-name`,
+        as it does for the Pod-bound tokens the kubelet mounts into a DaemonSet's
+        Pods. The Node must exist; the token dies with it.
+        """
         if create:
             self.request(
                 "POST",
@@ -352,17 +361,23 @@ class ControlPlane:
                 {"metadata": {"name": name}},
                 ok_conflict=True,
             )
+        spec: dict[str, Any] = {"expirationSeconds": 3600}
+        if node is not None:
+            found = self.request("GET", f"/api/v1/nodes/{node}")
+            spec["boundObjectRef"] = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node,
+                "uid": found["metadata"]["uid"],
+            }
         issued = self.request(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {"expirationSeconds": 3600},
-            },
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
         )
         token = str(issued["status"]["token"])
-        path = self.workdir / f"sa-{namespace}-{name}.kubeconfig"
+        suffix = f"-{node}" if node is not None else ""
+        path = self.workdir / f"sa-{namespace}-{name}{suffix}.kubeconfig"
         self._write_kubeconfig(path, f"system:serviceaccount:{namespace}:{name}", token)
         return Identity(f"system:serviceaccount:{namespace}:{name}", token, path)
 
