@@ -2,7 +2,9 @@
 
 A bench module is any public module of this package; its `main()` runs it and
 returns 0 when its targets are met. The exit status is 1 if any target was
-missed, 2 for an unknown name.
+missed, 2 for an unknown name. A module with `RUN_BY_DEFAULT = False` (the
+15-minute chaos soak) runs only when named. `python -m bench NAME --option ...`
+passes the options to that one module's `main(argv)`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ def discover() -> list[str]:
 
 def main(argv: list[str]) -> int:
     known = discover()
-    names = argv or known
+    if len(argv) > 1 and argv[1].startswith("-"):
+        if argv[0] not in known:
+            print(f"unknown benchmark {argv[0]}; known: {', '.join(known)}", file=sys.stderr)
+            return 2
+        print(f"== bench {argv[0]}", flush=True)
+        return 1 if importlib.import_module(f"bench.{argv[0]}").main(argv[1:]) else 0
+    names = argv or [
+        name
+        for name in known
+        if getattr(importlib.import_module(f"bench.{name}"), "RUN_BY_DEFAULT", True)
+    ]
     unknown = [name for name in names if name not in known]
     if unknown:
         print(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)

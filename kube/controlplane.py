@@ -176,6 +176,7 @@ class ControlPlane:
         self._start_timeout = start_timeout
         self._admin_token = secrets.token_hex(16)
         self._etcd: subprocess.Popen[bytes] | None = None
+        self._etcd_args: list[str] = []
         self._apiserver: subprocess.Popen[bytes] | None = None
         self._logs: list[IO[bytes]] = []
         self.etcd_port = 0
@@ -473,23 +474,36 @@ class ControlPlane:
         lines += [f"{token},{user},uid-{user}" for user, token in self._component_tokens.items()]
         (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
 
+    def stop_etcd(self) -> None:
+        """Kill etcd (SIGKILL, no clean shutdown): the API server loses its storage."""
+        if self._etcd is not None and self._etcd.poll() is None:
+            self._etcd.kill()
+            self._etcd.wait()
+        self._etcd = None
+
+    def start_etcd(self) -> None:
+        """Restart a stopped etcd on its old ports and data dir (the API server's
+        --etcd-servers still points there); waits for /health."""
+        if self._etcd is not None:
+            return
+        self._etcd = self._spawn("etcd", self._etcd_args)
+        self._wait_http(self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None)
+
     def _start_etcd(self) -> None:
         for attempt in range(3):
             self.etcd_port = free_port()
             peer_port = free_port()
-            self._etcd = self._spawn(
-                "etcd",
-                [
-                    f"--data-dir={self.workdir / 'etcd'}",
-                    f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
-                    f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
-                    f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                    f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
-                    "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
-                    "--log-level=warn",
-                ],
-            )
+            self._etcd_args = [
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
+                "--log-level=warn",
+            ]
+            self._etcd = self._spawn("etcd", self._etcd_args)
             try:
                 self._wait_http(
                     self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None
