@@ -43,7 +43,7 @@ class Fault:
 
 def schedule(rng: random.Random, duration: float) -> list[Fault]:
     """The seeded fault list: each kind at least once, outages repeated in long runs."""
-    warmup, tail = 50.0, 40.0
+    warmup, tail = 45.0, 30.0
     long = duration >= 600
     faults = [
         Fault(0, "apiserver", rng.uniform(5, 60) if long else rng.uniform(5, 10)),
@@ -54,7 +54,7 @@ def schedule(rng: random.Random, duration: float) -> list[Fault]:
         Fault(0, "malformed"),
         Fault(0, "slow", 15),
         Fault(0, "etcd", rng.uniform(5, 10)),
-        Fault(0, "stop-agent", sc.EXPIRATION + 15),
+        Fault(0, "stop-agent", sc.EXPIRATION + 10),
     ]
     if long:
         faults += [Fault(0, "apiserver", rng.uniform(5, 60)) for _ in range(3)]
