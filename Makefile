@@ -6,7 +6,7 @@
 ENV := hack/with-env.sh
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck unit bench control-plane clean-cache
+.PHONY: demo test lint typecheck unit bench soak control-plane clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -25,6 +25,10 @@ unit:
 
 bench:
 	$(ENV) python -m bench
+
+# The 15-minute chaos soak (results in bench/results/local/soak.json).
+soak:
+	$(ENV) python -m bench soak --duration 900
 
 control-plane:
 	hack/build-control-plane.sh

@@ -111,6 +111,7 @@ class Daemon:
         self.restarts_needed = 0
         self.started_at = 0.0
         self.down_on_purpose = False  # between our kill/stop and the next start
+        self.start_wanted = False
         self.rss: list[tuple[float, int]] = []  # (monotonic, bytes) of the current process
 
     def start(self) -> None:
@@ -126,6 +127,17 @@ class Daemon:
         self.started_at = time.monotonic()
         self.rss = []
         self.down_on_purpose = False
+
+    def request_start(self, timeout: float = 30.0) -> None:
+        """Start it again from the monitor's thread (see `check`) and wait until it runs.
+
+        A child started by PR_SET_PDEATHSIG dies with the *thread* that forked it, so
+        a fault thread that ends must not be the one that starts the daemon.
+        """
+        self.start_wanted = True
+        deadline = time.monotonic() + timeout
+        while self.start_wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     @property
     def alive(self) -> bool:
@@ -155,7 +167,12 @@ class Daemon:
             self.proc.wait()
 
     def check(self, now: float) -> None:
-        """Record an exit we did not cause as a crash, restart it; sample RSS."""
+        """Called by the monitor's thread: start it when asked, record an exit we did not
+        cause as a crash and restart it, sample RSS."""
+        if self.start_wanted:
+            self.start()
+            self.start_wanted = False
+            return
         if self.proc is None or self.down_on_purpose:
             return
         code = self.proc.poll()

@@ -66,12 +66,23 @@ def schedule(rng: random.Random, duration: float) -> list[Fault]:
     return sorted(faults)
 
 
+def retried(call: Any, attempts: int = 5) -> Any:
+    """An admin call retried across a dropped keep-alive connection or a short outage."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except rest.ApiUnavailable:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(2)
+
+
 class Soak:
     def __init__(self, cluster: sc.SoakCluster, rng: random.Random) -> None:
         self.c = cluster
         self.rng = rng
         self.t0 = time.monotonic()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.log: list[dict[str, Any]] = []
         self.kills: dict[str, list[float]] = {}  # agent -> wall times of kill -9
         self.leader_regain: list[float] = []
@@ -117,7 +128,7 @@ class Soak:
             c.daemons[f"agent-{node}"].kill9()
             self.note(f"kill -9 agent of {node}")
             time.sleep(2)
-            c.daemons[f"agent-{node}"].start()
+            c.daemons[f"agent-{node}"].request_start()
         elif fault.kind == "kill-leader":
             deadline = time.monotonic() + 60  # right after an outage nobody may hold the lease
             while not (leaders := [r for r in ("a", "b") if self._leader(r)]):
@@ -130,7 +141,7 @@ class Soak:
             c.daemons[f"descheduler-{leaders[0]}"].kill9()
             self.note(f"kill -9 descheduler leader {leaders[0]}")
             time.sleep(3)
-            c.daemons[f"descheduler-{leaders[0]}"].start()  # its Deployment would
+            c.daemons[f"descheduler-{leaders[0]}"].request_start()  # its Deployment would
         elif fault.kind == "churn":
             pods = c.admin.get(rest.object_path("", "v1", "pods", namespace=sc.NAMESPACE))
             web = [p for p in pods["items"] if p["metadata"].get("labels", {}).get("app") == "web"]
@@ -140,10 +151,10 @@ class Soak:
                 self.note(f"deleted pod {victim}")
         elif fault.kind == "cordon":
             path = rest.object_path("", "v1", "nodes", "n3")
-            c.admin.patch(path, {"spec": {"unschedulable": True}})
+            retried(lambda: c.admin.patch(path, {"spec": {"unschedulable": True}}))
             self.note("cordoned n3")
             time.sleep(fault.seconds)
-            c.admin.patch(path, {"spec": {"unschedulable": False}})
+            retried(lambda: c.admin.patch(path, {"spec": {"unschedulable": False}}))
             self.note("uncordoned n3")
         elif fault.kind == "slow":
             c.proxy.delay = 0.3
@@ -157,7 +168,7 @@ class Soak:
             stopped = time.time()
             self.note(f"agent of n1 stopped for {fault.seconds:.0f}s (> expiration)")
             time.sleep(fault.seconds)
-            daemon.start()
+            daemon.request_start()
             with self.lock:
                 self.stale_windows.append(("n1", stopped, time.time() + sc.REPORT_INTERVAL))
             self.note("agent of n1 started again")
@@ -217,9 +228,9 @@ class Soak:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                self.c.admin.get("/readyz")
+                self.c.admin.get("/api/v1/namespaces/default")
                 return
-            except (rest.ApiError, rest.ApiUnavailable, ValueError):
+            except (rest.ApiError, rest.ApiUnavailable):
                 time.sleep(0.5)
 
     # -- the monitor ---------------------------------------------------------------------------
