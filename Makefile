@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # make bench BENCH='--publish lownodeload': arguments of python -m bench
 BENCH ?=
 
-.PHONY: demo test lint typecheck unit e2e bench control-plane node-setup clean-cache
+.PHONY: demo test lint typecheck unit e2e bench soak control-plane node-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -31,6 +31,10 @@ e2e:
 
 bench:
 	$(ENV) python -m bench $(BENCH)
+
+# The 15-minute chaos soak (results in bench/results/local/soak.json).
+soak:
+	$(ENV) python -m bench soak --duration 900
 
 control-plane:
 	hack/build-control-plane.sh

@@ -177,6 +177,12 @@ def format_cpu_max(cpu_max: CpuMax) -> str:
     return f"{quota} {cpu_max.period_us}"
 
 
+# The kernel's NR_CPUS tops out at 8192 (x86 MAXSMP; arm64 allows 4096); a CPU
+# number above this is no real cpuset, and expanding "0-99999999999" would
+# exhaust memory, so it is a malformed file.
+MAX_CPU_ID = 65535
+
+
 def parse_cpuset(text: str, *, source: str = "cpuset.cpus") -> frozenset[int]:
     """A cpuset list such as "0-3,8,10-11"; an empty file is the empty set."""
     line = text.strip()
@@ -189,6 +195,8 @@ def parse_cpuset(text: str, *, source: str = "cpuset.cpus") -> frozenset[int]:
         high = _int(last.strip(), source=source, line=line) if sep else low
         if low < 0 or high < low:
             raise MalformedFile(source, line, f"bad range {token!r}")
+        if high > MAX_CPU_ID:
+            raise MalformedFile(source, line, f"CPU number above {MAX_CPU_ID} in {token!r}")
         cpus.update(range(low, high + 1))
     return frozenset(cpus)
 

@@ -95,11 +95,22 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
             last = (key, pod)
         return pod
 
+    def decode(body: bytes) -> tuple[protocol.ExtenderArgs, PodLoad]:
+        """The request and its pod; BadRequest for anything that is not an ExtenderArgs.
+
+        Anyone who reaches the port can post, so the pod may be any JSON: a field of
+        the wrong type is a bad request, not a server error.
+        """
+        args = protocol.decode_args(body)
+        try:
+            return args, project(args.pod)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+            raise protocol.BadRequest(f"Pod: not a valid v1.Pod ({err})") from None
+
     def filter_(body: bytes) -> tuple[int, bytes]:
         try:
-            args = protocol.decode_args(body)
-            pod = project(args.pod)
-        except (protocol.BadRequest, ValueError, KeyError, TypeError) as err:
+            args, pod = decode(body)
+        except protocol.BadRequest as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
         verdict = view.filter(pod, args.node_names)
         if verdict.failed:
@@ -109,9 +120,8 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
 
     def prioritize(body: bytes) -> tuple[int, bytes]:
         try:
-            args = protocol.decode_args(body)
-            pod = project(args.pod)
-        except (protocol.BadRequest, ValueError, KeyError, TypeError) as err:
+            args, pod = decode(body)
+        except protocol.BadRequest as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
         return 200, protocol.priorities(view.prioritize(pod, args.node_names))
 

@@ -206,6 +206,7 @@ class ControlPlane:
         self._start_timeout = start_timeout
         self._admin_token = secrets.token_hex(16)
         self._etcd: subprocess.Popen[bytes] | None = None
+        self._etcd_args: list[str] = []
         self._apiserver: subprocess.Popen[bytes] | None = None
         self._logs: list[IO[bytes]] = []
         self.etcd_port = 0
@@ -373,8 +374,17 @@ class ControlPlane:
     def admin(self) -> Identity:
         return Identity(self.ADMIN_USER, self._admin_token, self.kubeconfig)
 
-    def service_account(self, namespace: str, name: str, *, create: bool = True) -> Identity:
-        """A token for ServiceAccount namespace/name from the TokenRequest API."""
+    def service_account(
+        self, namespace: str, name: str, *, create: bool = True, node: str | None = None
+    ) -> Identity:
+        """A token for ServiceAccount namespace/name from the TokenRequest API.
+
+        With `node`, the token is bound to that Node object (boundObjectRef kind
+        Node, GA since Kubernetes 1.33): the API server then puts the node's name
+        in the user's extra info under `authentication.kubernetes.io/node-name`,
+        as it does for the Pod-bound tokens the kubelet mounts into a DaemonSet's
+        Pods. The Node must exist; the token dies with it.
+        """
         if create:
             self.request(
                 "POST",
@@ -382,17 +392,23 @@ class ControlPlane:
                 {"metadata": {"name": name}},
                 ok_conflict=True,
             )
+        spec: dict[str, Any] = {"expirationSeconds": 3600}
+        if node is not None:
+            found = self.request("GET", f"/api/v1/nodes/{node}")
+            spec["boundObjectRef"] = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node,
+                "uid": found["metadata"]["uid"],
+            }
         issued = self.request(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {"expirationSeconds": 3600},
-            },
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
         )
         token = str(issued["status"]["token"])
-        path = self.workdir / f"sa-{namespace}-{name}.kubeconfig"
+        suffix = f"-{node}" if node is not None else ""
+        path = self.workdir / f"sa-{namespace}-{name}{suffix}.kubeconfig"
         self._write_kubeconfig(path, f"system:serviceaccount:{namespace}:{name}", token)
         return Identity(f"system:serviceaccount:{namespace}:{name}", token, path)
 
@@ -504,23 +520,36 @@ class ControlPlane:
         ]
         (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
 
+    def stop_etcd(self) -> None:
+        """Kill etcd (SIGKILL, no clean shutdown): the API server loses its storage."""
+        if self._etcd is not None and self._etcd.poll() is None:
+            self._etcd.kill()
+            self._etcd.wait()
+        self._etcd = None
+
+    def start_etcd(self) -> None:
+        """Restart a stopped etcd on its old ports and data dir (the API server's
+        --etcd-servers still points there); waits for /health."""
+        if self._etcd is not None:
+            return
+        self._etcd = self._spawn("etcd", self._etcd_args)
+        self._wait_http(self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None)
+
     def _start_etcd(self) -> None:
         for attempt in range(3):
             self.etcd_port = free_port()
             peer_port = free_port()
-            self._etcd = self._spawn(
-                "etcd",
-                [
-                    f"--data-dir={self.workdir / 'etcd'}",
-                    f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
-                    f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
-                    f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                    f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
-                    "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
-                    "--log-level=warn",
-                ],
-            )
+            self._etcd_args = [
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",  # throwaway data: fsync only slows tests
+                "--log-level=warn",
+            ]
+            self._etcd = self._spawn("etcd", self._etcd_args)
             try:
                 self._wait_http(
                     self._etcd, "etcd", f"http://127.0.0.1:{self.etcd_port}/health", None

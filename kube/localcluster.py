@@ -218,6 +218,18 @@ MANIFEST_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     "Role": ("rbac.authorization.k8s.io", "v1", "roles", True),
     "RoleBinding": ("rbac.authorization.k8s.io", "v1", "rolebindings", True),
+    "ValidatingAdmissionPolicy": (
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    "ValidatingAdmissionPolicyBinding": (
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
     "DaemonSet": ("apps", "v1", "daemonsets", True),
     "Deployment": ("apps", "v1", "deployments", True),
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),

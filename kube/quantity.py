@@ -260,7 +260,11 @@ def parse_go_duration(text: str) -> timedelta:
     total, pos = Fraction(0), 0
     while pos < len(body):
         match = _COMPONENT_RE.match(body, pos)
-        if match is None or not (match[1] or match[2]) or match[3] not in _UNITS:
+        if match is None or not (match[1] or match[2]):
+            raise ValueError(f"invalid duration {text!r}")
+        if match[3] not in _UNITS:
+            if match[3].isalpha():
+                raise ValueError(f"invalid duration {text!r}: unknown unit {match[3]!r}")
             raise ValueError(f"invalid duration {text!r}")
         frac = match[2] or ""
         total += Fraction(int(match[1] + frac or "0"), 10 ** len(frac)) * _UNITS[match[3]]

@@ -78,15 +78,30 @@ class ObjectMeta:
 
     @classmethod
     def from_api(cls, raw: Mapping[str, Any] | None) -> ObjectMeta:
-        """Parse `metadata`; fields nodeqos does not model are dropped."""
+        """Parse `metadata`; fields nodeqos does not model are dropped. ValueError
+        names a field of the wrong type (the API server never sends one; a test
+        double or a hand-made object may)."""
         raw = raw or {}
+        if not isinstance(raw, Mapping):
+            raise ValueError("metadata: must be an object")
+        texts = [raw.get(key, "") for key in ("name", "uid", "resourceVersion")]
+        maps = [raw.get(key) or {} for key in ("labels", "annotations")]
+        stamp = raw.get("creationTimestamp")
+        if not all(isinstance(text, str) for text in texts):
+            raise ValueError("metadata.name, uid, resourceVersion: must be strings")
+        if not all(
+            isinstance(m, Mapping) and all(isinstance(v, str) for v in m.values()) for m in maps
+        ):
+            raise ValueError("metadata.labels, annotations: must map strings to strings")
+        if stamp is not None and not isinstance(stamp, str):
+            raise ValueError("metadata.creationTimestamp: must be an RFC 3339 string")
         return cls(
-            raw.get("name", ""),
-            raw.get("uid", ""),
-            raw.get("resourceVersion", ""),
-            MappingProxyType(dict(raw.get("labels") or {})),
-            MappingProxyType(dict(raw.get("annotations") or {})),
-            objects.parse_time(raw.get("creationTimestamp")),
+            texts[0],
+            texts[1],
+            texts[2],
+            MappingProxyType(dict(maps[0])),
+            MappingProxyType(dict(maps[1])),
+            objects.parse_time(stamp),
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -275,15 +290,26 @@ class NodeMetricCollectPolicy:
 
     @classmethod
     def from_api(cls, raw: Mapping[str, Any]) -> NodeMetricCollectPolicy:
-        """Parse `spec.metricCollectPolicy`."""
+        """Parse `spec.metricCollectPolicy`; ValueError naming the field of the wrong type."""
+        where = "spec.metricCollectPolicy"
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"{where}: must be an object")
         policy = raw.get("nodeAggregatePolicy")
+        if policy is not None and not isinstance(policy, Mapping):
+            raise ValueError(f"{where}.nodeAggregatePolicy: must be an object")
+        durations = (policy or {}).get("durations") or []
+        if not isinstance(durations, list) or not all(isinstance(d, str) for d in durations):
+            raise ValueError(f"{where}.nodeAggregatePolicy.durations: must be a list of durations")
+        memory_policy = raw.get("nodeMemoryCollectPolicy")
+        if memory_policy is not None and not isinstance(memory_policy, str):
+            raise ValueError(f"{where}.nodeMemoryCollectPolicy: must be a string")
         return cls(
-            aggregate_duration_seconds=raw.get("aggregateDurationSeconds"),
-            report_interval_seconds=raw.get("reportIntervalSeconds"),
+            aggregate_duration_seconds=_optional_int(raw, "aggregateDurationSeconds", where),
+            report_interval_seconds=_optional_int(raw, "reportIntervalSeconds", where),
             aggregate_durations=None
             if policy is None
-            else tuple(quantity.parse_go_duration(d) for d in policy.get("durations") or ()),
-            node_memory_collect_policy=raw.get("nodeMemoryCollectPolicy"),
+            else tuple(quantity.parse_go_duration(d) for d in durations),
+            node_memory_collect_policy=memory_policy,
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -299,6 +325,15 @@ class NodeMetricCollectPolicy:
         if self.node_memory_collect_policy is not None:
             out["nodeMemoryCollectPolicy"] = self.node_memory_collect_policy
         return out
+
+
+def _optional_int(raw: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{where}.{key}: must be an integer, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -376,12 +411,22 @@ class NodeMetric:
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> NodeMetric:
-        """Parse a whole NodeMetric object."""
-        return cls(
-            metadata=ObjectMeta.from_api(obj.get("metadata")),
-            spec=NodeMetricSpec.from_api(obj.get("spec")),
-            status=NodeMetricStatus.from_api(obj.get("status")),
-        )
+        """Parse a whole NodeMetric object; raises ValueError when it is malformed.
+
+        Any tool may write a NodeMetric, so anything may arrive: a field of the
+        wrong JSON type is a malformed object like a garbage quantity is, and
+        callers (the informers, the extender) drop it on this one error.
+        """
+        try:
+            return cls(
+                metadata=ObjectMeta.from_api(obj.get("metadata")),
+                spec=NodeMetricSpec.from_api(obj.get("spec")),
+                status=NodeMetricStatus.from_api(obj.get("status")),
+            )
+        except (TypeError, AttributeError, KeyError) as err:
+            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            raise ValueError(f"malformed NodeMetric {name!r}: {err!r}") from err
 
     def to_api(self) -> dict[str, Any]:
         """The whole object, ready to create or update."""

@@ -8,22 +8,10 @@ below one microsecond is rounded, which no descheduler setting cares about.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
-from fractions import Fraction
 
-# Nanoseconds per unit, as in Go's time package (both micro signs are accepted there).
-_UNITS = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,
-    "\u03bcs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_TERM = re.compile(r"(\d*)(?:\.(\d*))?([a-z\u00b5\u03bc]+)")
+from kube import quantity
+
 _US = 1
 _MS = 1_000
 _SECOND = 1_000_000
@@ -32,32 +20,13 @@ _HOUR = 60 * _MINUTE
 
 
 def parse(text: str) -> timedelta:
-    """Parse a Go duration string; raises ValueError with a user-facing message."""
-    body = text
-    sign = 1
-    if body[:1] in ("-", "+"):
-        sign = -1 if body[0] == "-" else 1
-        body = body[1:]
-    if body == "0":
-        return timedelta(0)
-    if not body:
-        raise ValueError(f"invalid duration {text!r}")
-    total = Fraction(0)
-    position = 0
-    while position < len(body):
-        match = _TERM.match(body, position)
-        if match is None or not (match.group(1) or match.group(2)):
-            raise ValueError(f"invalid duration {text!r}")
-        whole, fraction, unit = match.groups()
-        if unit not in _UNITS:
-            raise ValueError(f"unknown unit {unit!r} in duration {text!r}")
-        value = Fraction(int(whole or "0"))
-        if fraction:
-            value += Fraction(int(fraction), 10 ** len(fraction))
-        total += value * _UNITS[unit]
-        position = match.end()
-    microseconds = round(total / 1_000)
-    return timedelta(microseconds=sign * microseconds)
+    """Parse a Go duration string; raises ValueError with a user-facing message.
+
+    One parser for the whole product (`kube.quantity.parse_go_duration`): it
+    refuses what Go refuses, including values beyond Go's int64 nanoseconds
+    (about 292 years), which `timedelta` could not hold either.
+    """
+    return quantity.parse_go_duration(text)
 
 
 def _decimal(value: int, unit: int) -> str:

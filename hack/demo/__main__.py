@@ -201,9 +201,13 @@ class Demo:
         )
         self.say(self.placement_line())
 
-        agent = plane.service_account("nodeqos-system", "nodeqos-agent", create=False)
         for node in scenario.NODES:
             tree = self.trees[node]
+            # Bound to its Node, as the kubelet's token is: the admission policy in
+            # deploy/daemonset.yaml lets it write that node's NodeMetric only.
+            agent = plane.service_account(
+                "nodeqos-system", "nodeqos-agent", create=False, node=node
+            )
             self.spawn(
                 f"agent-{node}",
                 [
@@ -227,7 +231,10 @@ class Demo:
                 ],
                 stack,
             )
-        self.say("started 3 nodeqos-agent processes (cluster mode, ServiceAccount nodeqos-agent)")
+        self.say(
+            "started 3 nodeqos-agent processes (cluster mode, ServiceAccount nodeqos-agent, "
+            "each token bound to its node)"
+        )
         waited = self.wait_measured()
         self.say(
             f"every node's NodeMetric has measured its pods ({waited:.0f}s): a pod scheduled "

@@ -106,6 +106,7 @@ class NodeTree:
     def add_pod(self, uid: str, container_id: str, millicores: int) -> None:
         pod = Pod(uid, container_id, millicores)
         for subsystem in SUBSYSTEMS:
+            self._mkdir(subsystem, pod.rel.parent)  # fake mode: the pod level's files too
             self._mkdir(subsystem, pod.rel)
         if self.real:
             quota = max(1000, millicores * PERIOD_US // 1000)
@@ -195,6 +196,9 @@ class NodeTree:
                 "total_inactive_anon 0\ntotal_active_anon 33554432\ntotal_unevictable 0\n"
                 "total_cache 0\ntotal_rss 33554432\n"
             )
+            # The agent reads the CFS counters of every pod as well: without the file
+            # the pod counts as gone and has no usage in its NodeMetric.
+            (path / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
 
 
 def _replace(path: Path, text: str) -> None:

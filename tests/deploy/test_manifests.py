@@ -104,7 +104,29 @@ AGENT = "system:serviceaccount:nodeqos-system:nodeqos-agent"
         pytest.param("watch", "nodeslos", "slo.koordinator.sh", "", True, id="watch-nodeslo"),
         pytest.param("create", "pods", "", "eviction", True, id="evict-pods"),
         pytest.param("list", "pods", "", "", True, id="list-pods"),
+        pytest.param("watch", "nodes", "", "", True, id="watch-nodes"),
         pytest.param("create", "events", "", "", True, id="record-events"),
+        pytest.param("get", "nodemetrics", "slo.koordinator.sh", "", True, id="get-nodemetric"),
+        pytest.param("get", "pods", "", "", False, id="no-pod-gets"),
+        pytest.param("get", "nodes", "", "", False, id="no-node-gets"),
+        pytest.param("patch", "events", "", "", False, id="no-event-patches"),
+        pytest.param("create", "events", "events.k8s.io", "", False, id="no-events-k8s-io"),
+        pytest.param(
+            "update", "nodemetrics", "slo.koordinator.sh", "", False, id="no-nodemetric-spec-writes"
+        ),
+        pytest.param(
+            "patch",
+            "nodemetrics",
+            "slo.koordinator.sh",
+            "status",
+            False,
+            id="no-nodemetric-status-patches",
+        ),
+        pytest.param(
+            "delete", "nodemetrics", "slo.koordinator.sh", "", False, id="no-nodemetric-deletes"
+        ),
+        pytest.param("create", "pods", "", "binding", False, id="no-bindings"),
+        pytest.param("update", "pods", "", "status", False, id="no-pod-status-writes"),
         pytest.param("get", "secrets", "", "", False, id="no-secrets"),
         pytest.param("delete", "nodes", "", "", False, id="no-node-deletes"),
         pytest.param("delete", "pods", "", "", False, id="no-pod-deletes"),
