@@ -95,6 +95,7 @@ class Soak:
         self.evictions_total = 0
         self.api_refusals: list[str] = []
         self._leader_lost_at: float | None = None
+        self._main_calls: list[tuple[Any, threading.Event]] = []
         self._last: dict[str, dict[str, float]] = {}
 
     def note(self, text: str) -> None:
@@ -104,6 +105,24 @@ class Soak:
 
     # -- faults ---------------------------------------------------------------------------
 
+    def on_main(self, call: Any) -> None:
+        """Run `call` on the monitor's thread and wait for it. Control-plane processes die
+        with the thread that forked them (PR_SET_PDEATHSIG), so a fault thread must not
+        be the one that restarts them."""
+        done = threading.Event()
+        with self.lock:
+            self._main_calls.append((call, done))
+        done.wait(300)
+
+    def run_main_calls(self) -> None:
+        with self.lock:
+            calls, self._main_calls = self._main_calls, []
+        for call, done in calls:
+            try:
+                call()
+            finally:
+                done.set()
+
     def run_fault(self, fault: Fault) -> None:
         c = self.c
         if fault.kind in ("apiserver", "etcd"):
@@ -112,11 +131,11 @@ class Soak:
                 c.plane.stop_apiserver()
                 c.proxy.cut()
                 time.sleep(fault.seconds)
-                c.plane.start_apiserver()
+                self.on_main(c.plane.start_apiserver)
             else:
                 c.plane.stop_etcd()
                 time.sleep(fault.seconds)
-                c.plane.start_etcd()
+                self.on_main(c.plane.start_etcd)
                 self._wait_api()
             back = time.time()
             with self.lock:
@@ -304,6 +323,7 @@ class Soak:
         replicas = 0
         while time.monotonic() - self.t0 < duration:
             now = time.monotonic()
+            self.run_main_calls()
             self.tick(now - last)
             last = now
             if queue and now - self.t0 >= queue[0].at and (runner is None or not runner.is_alive()):
