@@ -35,8 +35,9 @@ class WallClock:
 
 
 @pytest.fixture(scope="module")
-def nodes(kube: rest.Rest) -> Iterator[tuple[str, str]]:
-    """Two fresh nodes, and the agent's and descheduler's manifests applied for real."""
+def nodes(control_plane: controlplane.ControlPlane, kube: rest.Rest) -> Iterator[tuple[str, str]]:
+    """Two fresh nodes, and the agent's and descheduler's manifests applied for real
+    (and enforced: every test starts with the admission policies in force)."""
     for name in ("daemonset.yaml", "descheduler.yaml"):
         for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
             if doc and doc["kind"] not in ("DaemonSet", "Deployment", "ConfigMap"):
@@ -45,6 +46,7 @@ def nodes(kube: rest.Rest) -> Iterator[tuple[str, str]]:
     pair = (f"n1-{suffix}", f"n2-{suffix}")
     for node in pair:
         localcluster.register_node(kube, node)
+    wait_enforced(control_plane, kube, pair[0])
     yield pair
     for node in pair:
         for path in (cache.NODEMETRICS.path(node), rest.object_path("", "v1", "nodes", node)):
@@ -81,16 +83,30 @@ def agent_reporter(client: rest.Rest, node: str) -> reporter.Reporter:
     )
 
 
-def refused_when_enforced(write: Any) -> rest.ApiError:
-    """The policy is enforced once the API server's policy informer has it: retry briefly."""
-    deadline = time.monotonic() + 20
+def wait_enforced(control_plane: controlplane.ControlPlane, kube: rest.Rest, node: str) -> None:
+    """The API server enforces a new policy once its policy informer has it: probe with a
+    NodeMetric named after no node until the agent's create of it is refused. A probe that
+    gets through first is deleted, so no test sees a write made before enforcement."""
+    agent = as_identity(control_plane.service_account(NAMESPACE, "nodeqos-agent", node=node))
+    probe = f"probe-{uuid.uuid4().hex[:6]}"
+    deadline = time.monotonic() + 30
     while True:
         try:
-            write()
+            agent.create(PATH, slo.NodeMetric.for_node(probe).to_api())
         except rest.ApiError as err:
-            return err
-        assert time.monotonic() < deadline, "the admission policy never refused the write"
+            if err.status == 403:
+                return
+            raise
+        kube.delete(cache.NODEMETRICS.path(probe))
+        assert time.monotonic() < deadline, "the admission policy was not enforced within 30 s"
         time.sleep(0.2)
+
+
+def refused(write: Any) -> rest.ApiError:
+    """The error `write` raises (the policies are in force: see `nodes`)."""
+    with pytest.raises(rest.ApiError) as caught:
+        write()
+    return caught.value
 
 
 def test_the_agent_of_a_node_writes_only_that_nodes_nodemetric(
@@ -102,14 +118,14 @@ def test_the_agent_of_a_node_writes_only_that_nodes_nodemetric(
     agent = as_identity(control_plane.service_account(NAMESPACE, "nodeqos-agent", node=n1))
 
     foreign = kube.get(cache.NODEMETRICS.path(n2))
-    refused = refused_when_enforced(
+    refusal = refused(
         lambda: agent.replace(
             cache.NODEMETRICS.path(n2, subresource="status"),
             {**foreign, "status": {"updateTime": localcluster.now_rfc3339()}},
         )
     )
-    assert refused.status == 403
-    assert f"nodeqos-agent on node {n1} may write only NodeMetric {n1}, not {n2}" in str(refused)
+    assert refusal.status == 403
+    assert f"nodeqos-agent on node {n1} may write only NodeMetric {n1}, not {n2}" in str(refusal)
 
     with pytest.raises(rest.ApiError) as created:
         agent.create(PATH, slo.NodeMetric.for_node(f"{n2}-new").to_api())
@@ -132,11 +148,9 @@ def test_a_token_bound_to_no_node_writes_no_nodemetric(
     """A Secret-style token (no node in it) is refused, and the message says which token to use."""
     n1, _ = nodes
     agent = as_identity(control_plane.service_account(NAMESPACE, "nodeqos-agent", create=False))
-    refused = refused_when_enforced(
-        lambda: agent.create(PATH, slo.NodeMetric.for_node(f"{n1}-unbound").to_api())
-    )
-    assert refused.status == 403
-    assert "this token is bound to no node" in str(refused)
+    refusal = refused(lambda: agent.create(PATH, slo.NodeMetric.for_node(f"{n1}-unbound").to_api()))
+    assert refusal.status == 403
+    assert "this token is bound to no node" in str(refusal)
 
 
 def test_the_descheduler_and_other_writers_are_unaffected(

@@ -78,12 +78,12 @@ def build(loaded: config.DeschedulerConfiguration) -> None:
 
 def test_the_base_document_is_valid() -> None:
     """The document the mutations start from loads and builds (else they test nothing)."""
-    build(config.load_config(yaml.safe_dump(EVERY_PLUGIN)))
+    build(config.load_config(yaml.safe_dump(EVERY_PLUGIN), plugins=plugins.in_tree()))
 
 
 def check(text: str) -> None:
     try:
-        loaded = config.load_config(text)
+        loaded = config.load_config(text, plugins=plugins.in_tree())
     except config.ConfigError as err:
         assert err.errors, "a ConfigError lists at least one problem"
         for problem in err.errors:
@@ -93,7 +93,7 @@ def check(text: str) -> None:
         build(loaded)
     except profiles.StartupError as err:  # a plugin refuses a valid-but-unsupported setting
         assert str(err).startswith("cannot start")
-    assert config.load_config(config.dump_config(loaded)) == loaded
+    assert config.load_config(config.dump_config(loaded), plugins=plugins.in_tree()) == loaded
 
 
 @given(mutated(EVERY_PLUGIN))
