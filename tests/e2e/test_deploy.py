@@ -3,7 +3,8 @@ the CRDs and every manifest through our applier (`kubectl apply -f deploy/crds/
 -f deploy/` equivalent), with the locally built image in place of the
 ``NODEQOS_IMAGE`` placeholder. The agent DaemonSet runs in cluster mode on every
 node, is Ready and publishes each node's NodeMetric; one descheduler replica
-holds its Lease; the scheduler extender's replicas are Ready.
+holds its Lease; the scheduler extender's replicas are Ready and kube-scheduler,
+given deploy/kube-scheduler/extender.yaml, consults them.
 
 Two patches, both what a user of these nodes would write in a kustomize
 overlay, because this machine runs three nodes on one host (the deploy/
@@ -19,6 +20,7 @@ defaults stay as they are for real nodes):
 from __future__ import annotations
 
 import copy
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.controlplane, pytest.mark.slow]
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NAMESPACE = "nodeqos-system"
 PLACEHOLDER = "NODEQOS_IMAGE"
+EXTENDER_PORT = 10262
 
 
 def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
@@ -79,7 +82,7 @@ def describe(kube: rest.Rest) -> str:
     lines = []
     for p in kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]:
         states = {
-            s["name"]: (s["ready"], s["restartCount"], s["state"])
+            s["name"]: (s["ready"], s["restartCount"], s["state"], s.get("lastState"))
             for s in p["status"].get("containerStatuses", [])
         }
         lines.append(
@@ -89,14 +92,14 @@ def describe(kube: rest.Rest) -> str:
     return "\n".join(lines) or "(no pods)"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def installed(
-    real_cluster: RealCluster, nodeqos_image: str, tmp_path: Path
+    real_cluster: RealCluster, nodeqos_image: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[dict[str, Any]]]:
     """deploy/ applied; everything it made deleted afterwards (pods gone before return)."""
     kube = real_cluster.kube
     real_cluster.plane.install_crds(DEPLOY / "crds")
-    docs = manifests(nodeqos_image, tmp_path / "state")
+    docs = manifests(nodeqos_image, tmp_path_factory.mktemp("deploy") / "state")
     try:
         for doc in docs:
             localcluster.apply(kube, doc)
@@ -126,10 +129,17 @@ def installed(
         )
 
 
-def test_deploy_manifests_run_on_real_nodes(
+def wait_or_describe(kube: rest.Rest, check: Any, what: str, timeout: float = 180) -> Any:
+    try:
+        return pods.wait_for(check, what, timeout=timeout)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{describe(kube)}") from None
+
+
+def test_agents_ready_on_every_node_and_publish_node_metrics(
     real_cluster: RealCluster, installed: list[dict[str, Any]]
 ) -> None:
-    """Agents Ready on every node and reporting; the descheduler leads; the extender is Ready."""
+    """The DaemonSet's agents (cluster mode) are Ready on every node, each reporting its NodeMetric."""
     kube = real_cluster.kube
     ns_pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
     nodes = set(real_cluster.nodes)
@@ -144,10 +154,7 @@ def test_deploy_manifests_run_on_real_nodes(
         }
         return found if set(found) == nodes else None
 
-    try:
-        pods.wait_for(agents, "a Ready agent on every node", timeout=180)
-    except AssertionError as err:
-        raise AssertionError(f"{err}\n{describe(kube)}") from None
+    wait_or_describe(kube, agents, "a Ready agent on every node")
 
     def reported() -> dict[str, dict[str, Any]] | None:
         found = {}
@@ -165,12 +172,16 @@ def test_deploy_manifests_run_on_real_nodes(
             found[name] = status
         return found
 
-    try:
-        statuses = pods.wait_for(reported, "a NodeMetric with node usage per node", timeout=180)
-    except AssertionError as err:
-        raise AssertionError(f"{err}\n{describe(kube)}") from None
+    statuses = wait_or_describe(kube, reported, "a NodeMetric with node usage per node")
     for name, status in statuses.items():
         assert status["nodeMetric"]["nodeUsage"]["resources"]["memory"], (name, status)
+
+
+def test_one_descheduler_replica_holds_the_lease(
+    real_cluster: RealCluster, installed: list[dict[str, Any]]
+) -> None:
+    """The Lease named in the shipped DeschedulerConfiguration is held by one of its pods."""
+    kube = real_cluster.kube
 
     def leader() -> str | None:
         try:
@@ -184,26 +195,97 @@ def test_deploy_manifests_run_on_real_nodes(
         holder: str | None = lease["spec"].get("holderIdentity")
         return holder
 
-    try:
-        holder = pods.wait_for(leader, "a descheduler replica holding the Lease", timeout=180)
-    except AssertionError as err:
-        raise AssertionError(f"{err}\n{describe(kube)}") from None
-    deschedulers = kube.get(ns_pods, labelSelector="app.kubernetes.io/name=nodeqos-descheduler")
+    holder = wait_or_describe(kube, leader, "a descheduler replica holding the Lease")
+    deschedulers = kube.get(
+        f"/api/v1/namespaces/{NAMESPACE}/pods",
+        labelSelector="app.kubernetes.io/name=nodeqos-descheduler",
+    )
     names = {p["metadata"]["name"] for p in deschedulers["items"]}
     # The identity is <hostname>_<pid>_<random>, and a pod's hostname is its name.
     assert holder.split("_")[0] in names, (holder, names)
+
+
+def extender_requests(pod_ip: str, verb: str) -> float | None:
+    """nodeqos_extender_requests_total{verb, outcome="ok"} from one extender's /metrics,
+    None while it does not answer (two cores shared by everything: it may be slow)."""
+    url = f"http://{pod_ip}:{EXTENDER_PORT}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=20) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if (
+            line.startswith("nodeqos_extender_requests_total{")
+            and f'verb="{verb}"' in line
+            and 'outcome="ok"' in line
+        ):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def extender_count(pod_ip: str, verb: str, *, above: float = -1.0) -> float:
+    """The replica's count of `verb` calls once it answers and exceeds `above`."""
+
+    def counted() -> float | None:
+        value = extender_requests(pod_ip, verb)
+        return value if value is not None and value > above else None
+
+    result: float = pods.wait_for(
+        lambda: (v := counted()) is not None and (v,),
+        f"the extender at {pod_ip} to count more than {above} {verb} calls",
+        timeout=120,
+        interval=2,
+    )[0]
+    return result
+
+
+def test_extender_serves_kube_scheduler(
+    real_cluster: RealCluster, installed: list[dict[str, Any]], e2e_namespace: str
+) -> None:
+    """kube-scheduler with deploy/kube-scheduler/extender.yaml asks the extender to place a pod.
+
+    Its urlPrefix names the Service's DNS name; this host has neither cluster DNS
+    nor kube-proxy, so (as the file's comment suggests for such hosts) the URL is
+    replaced, here by one Ready replica's pod IP.
+    """
+    kube = real_cluster.kube
 
     def extenders() -> list[dict[str, Any]] | None:
         found = [
             p
             for p in kube.get(
-                ns_pods, labelSelector="app.kubernetes.io/name=nodeqos-scheduler-extender"
+                f"/api/v1/namespaces/{NAMESPACE}/pods",
+                labelSelector="app.kubernetes.io/name=nodeqos-scheduler-extender",
             )["items"]
             if ready(p)
         ]
         return found if len(found) == 2 else None
 
+    replica_ip = wait_or_describe(kube, extenders, "both scheduler extender replicas Ready")[0][
+        "status"
+    ]["podIP"]
+    config = yaml.safe_load((DEPLOY / "kube-scheduler" / "extender.yaml").read_text())
+    (extender,) = config["extenders"]
+    extender["urlPrefix"] = f"http://{replica_ip}:{EXTENDER_PORT}"
+    before = extender_count(replica_ip, "filter")
+    real_cluster.plane.start_scheduler(config)
     try:
-        pods.wait_for(extenders, "both scheduler extender replicas Ready", timeout=180)
-    except AssertionError as err:
-        raise AssertionError(f"{err}\n{describe(kube)}") from None
+        ns_pods = f"/api/v1/namespaces/{e2e_namespace}/pods"
+        kube.create(ns_pods, pods.pod("placed", cpu="100m"))
+
+        # Placed, or refused: every node here reports the whole host's CPU (they
+        # share one /proc), which under a loaded machine can exceed the shipped
+        # usageThresholds; either way kube-scheduler has decided with the extender.
+        def decided() -> dict[str, Any] | None:
+            conditions = kube.get(f"{ns_pods}/placed")["status"].get("conditions", [])
+            scheduled = [c for c in conditions if c["type"] == "PodScheduled"]
+            return scheduled[0] if scheduled else None
+
+        decision = pods.wait_for(decided, "kube-scheduler's decision on the pod", timeout=120)
+        # Fails (timed out) if kube-scheduler decided without asking the extender.
+        extender_count(replica_ip, "filter", above=before)
+        # Refused only by the extender's usage thresholds ("... > threshold N percent").
+        assert decision["status"] == "True" or "threshold" in decision.get("message", ""), decision
+    finally:
+        real_cluster.plane.start_scheduler(None)

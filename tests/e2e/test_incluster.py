@@ -6,10 +6,12 @@ own client (`kube.rest.api_client()`, in-cluster config) authenticates with them
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
+from kube import controlplane, localnodes, servicenat
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster
 
@@ -74,3 +76,26 @@ def test_pods_reach_the_api_server_through_the_kubernetes_service(
             f"{p['metadata']['name']} on {p['spec']['nodeName']} could not use its in-cluster "
             f"config (exit {terminated['exitCode']}): {terminated.get('message')}"
         )
+
+
+def test_service_route_is_installed_once_however_often_installed(
+    real_cluster: RealCluster,
+) -> None:
+    """Installing the kubernetes Service route again replaces it: one rule, one jump per hook."""
+    plane = real_cluster.plane
+    target = localnodes.node_ip(plane, "n1")
+    servicenat.install(controlplane.KUBERNETES_SERVICE_IP, target, plane.secure_port)
+
+    def saved(*args: str) -> list[str]:
+        done = subprocess.run(
+            ["iptables", "-w", "-t", "nat", "-S", *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout.splitlines()
+
+    assert saved(servicenat.CHAIN)[1:] == [
+        f"-A {servicenat.CHAIN} -d {controlplane.KUBERNETES_SERVICE_IP}/32 -p tcp -m tcp "
+        '--dport 443 -m comment --comment "nodeqos: default/kubernetes:https" '
+        f"-j DNAT --to-destination {target}:{plane.secure_port}"
+    ]
+    for hook in servicenat.HOOKS:
+        assert saved(hook).count(f"-A {hook} -j {servicenat.CHAIN}") == 1, saved(hook)
