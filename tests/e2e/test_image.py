@@ -93,7 +93,15 @@ def test_dockerfile_image_runs_the_agent_on_a_real_node(
         return text if rounds and float(rounds[0].split()[-1]) >= 5 else None
 
     text = pods.wait_for(scraped, "five pod collection rounds", timeout=60)
-    assert 'nodeqos_agent_collector_errors_total{collector="pods"' not in text, text
+    # "gone" is a pod that left between listing and reading (earlier tests' pods being
+    # deleted on the same node): normal churn. Any other reason is a real error.
+    errors = [
+        line
+        for line in text.splitlines()
+        if line.startswith('nodeqos_agent_collector_errors_total{collector="pods"')
+        and 'reason="gone"' not in line
+    ]
+    assert not errors, text
     node_cpu = [
         line for line in text.splitlines() if line.startswith("nodeqos_agent_node_cpu_usage_cores ")
     ]
