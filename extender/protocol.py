@@ -10,16 +10,19 @@ nodes the same way.
 
 from __future__ import annotations
 
-import itertools
 import json
-import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_SAFE_NAMES = re.compile(r"[a-z0-9.\-]*")
-_PRIORITY = '{"Host":"%s","Score":%d},'
+_SAFE_NAME = re.compile(r"[a-z0-9.\-]+")
+# Names already checked, and the HostPriority text of (name, score) pairs: a node's
+# answer repeats call after call, so each is formatted once, not once per call.
+# Both are bounded: past the limit they start over.
+_CACHE_LIMIT = 100_000
+_safe_names: set[str] = set()
+_priority_text: dict[tuple[str, int], str] = {}
 MIN_PRIORITY = 0
 MAX_PRIORITY = 10
 
@@ -74,10 +77,27 @@ def decode_args(data: bytes) -> ExtenderArgs:
         raise BadRequest("Nodes.items: every node needs metadata.name") from None
 
 
+def _plain(names: Sequence[str]) -> bool:
+    """True when every name is a DNS subdomain (needs no JSON escaping)."""
+    if _safe_names.issuperset(names):
+        return True
+    fresh = [name for name in names if name not in _safe_names]
+    if not all(map(_SAFE_NAME.fullmatch, fresh)):
+        return False
+    if len(_safe_names) + len(fresh) > _CACHE_LIMIT:
+        _safe_names.clear()
+    _safe_names.update(fresh)
+    return True
+
+
 def filter_result(
     args: ExtenderArgs, passed: Sequence[str], failed: Mapping[str, str], error: str = ""
 ) -> bytes:
     """An ExtenderFilterResult naming nodes the way the request did."""
+    if args.nodes is None and not failed and not error and _plain(passed):
+        # The common answer (every node passes) without json.dumps: a sixth of its cost.
+        listed = '"' + '","'.join(passed) + '"' if passed else ""
+        return ('{"FailedNodes":{},"Error":"","NodeNames":[' + listed + "]}").encode()
     out: dict[str, Any] = {"FailedNodes": dict(failed), "Error": error}
     if args.nodes is None:
         out["NodeNames"] = list(passed)
@@ -99,15 +119,24 @@ def filter_error(message: str) -> bytes:
 def priorities(scores: Sequence[tuple[str, int]]) -> bytes:
     """A HostPriorityList.
 
-    Node names are DNS subdomains, which need no JSON escaping: formatting them
-    directly is several times faster than `json.dumps` of 5,000 dicts. Anything
-    else goes through `json.dumps`.
+    Node names are DNS subdomains, which need no JSON escaping, so each
+    (name, score) entry is formatted once and reused from then on: a quarter of
+    the cost of `json.dumps` of the dicts. Anything else goes through `json.dumps`.
     """
     if not scores:
         return b"[]"
-    if _SAFE_NAMES.fullmatch("".join(map(operator.itemgetter(0), scores))):
-        flat = tuple(itertools.chain.from_iterable(scores))
-        return ("[" + (_PRIORITY * len(scores))[:-1] % flat + "]").encode()
-    return json.dumps(
-        [{"Host": host, "Score": score} for host, score in scores], separators=(",", ":")
-    ).encode()
+    text = _priority_text
+    try:
+        return ("[" + ",".join(map(text.__getitem__, scores)) + "]").encode()
+    except KeyError:  # a few nodes' scores moved since the last call
+        missing = [entry for entry in scores if entry not in text]
+    if not _plain([host for host, _ in missing]):
+        return json.dumps(
+            [{"Host": host, "Score": score} for host, score in scores], separators=(",", ":")
+        ).encode()
+    if len(text) + len(missing) > _CACHE_LIMIT:
+        text.clear()
+        missing = list(scores)
+    for host, score in missing:
+        text[host, score] = f'{{"Host":"{host}","Score":{score}}}'
+    return ("[" + ",".join(map(text.__getitem__, scores)) + "]").encode()

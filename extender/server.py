@@ -95,17 +95,27 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
             last = (key, pod)
         return pod
 
+    # When filter lets every node through, prioritize's body is filter's, byte for
+    # byte: decode it once.
+    decoded: tuple[bytes, protocol.ExtenderArgs, PodLoad] | None = None
+
     def decode(body: bytes) -> tuple[protocol.ExtenderArgs, PodLoad]:
         """The request and its pod; BadRequest for anything that is not an ExtenderArgs.
 
         Anyone who reaches the port can post, so the pod may be any JSON: a field of
         the wrong type is a bad request, not a server error.
         """
+        nonlocal decoded
+        seen = decoded  # one read, as for `last`
+        if seen is not None and seen[0] == body:
+            return seen[1], seen[2]
         args = protocol.decode_args(body)
         try:
-            return args, project(args.pod)
+            pod = project(args.pod)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
             raise protocol.BadRequest(f"Pod: not a valid v1.Pod ({err})") from None
+        decoded = (body, args, pod)
+        return args, pod
 
     def filter_(body: bytes) -> tuple[int, bytes]:
         try:

@@ -286,6 +286,10 @@ class ClusterView:
                     if answer is _UNKNOWN:
                         name = names[index]
                         answers[index] = known[name] = judge(name)
+        if answers.count(None) == len(answers):  # the common case: every node can take it
+            if len(names) == 1:
+                self.expect(pod, names)
+            return Verdict(list(names))
         passed = [name for name, answer in zip(names, answers, strict=True) if answer is None]
         failed = {
             name: str(answer)

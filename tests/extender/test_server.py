@@ -149,3 +149,19 @@ def test_host_priority_lists_are_valid_json_for_any_name(names: list[str]) -> No
 
     scores = [(name, i) for i, name in enumerate(names)]
     assert json.loads(protocol.priorities(scores)) == [{"Host": n, "Score": s} for n, s in scores]
+
+
+def test_prioritize_reuses_a_decoded_body_only_when_it_is_the_same(served: Any) -> None:
+    """kube-scheduler posts prioritize the body filter got when every node passed, and
+    it is decoded once; a different body in between must not be answered from it."""
+    connection, _ = served
+    small = extender_args()
+    big = extender_args()
+    big["Pod"] = make_pod_dict("web-2", node=None, cpu="3")
+    post(connection, "/filter", small)
+    small_scores = post(connection, "/prioritize", small)
+    post(connection, "/filter", small)
+    big_scores = post(connection, "/prioritize", big)
+    assert small_scores != big_scores  # else this test could not tell them apart
+    post(connection, "/filter", big)
+    assert post(connection, "/prioritize", small) == small_scores

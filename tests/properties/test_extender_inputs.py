@@ -94,3 +94,27 @@ def test_extender_args_decode_or_list_their_problems(raw: Any) -> None:
         argsmod.decode_args(raw)
     except argsmod.ArgsError as err:
         assert err.problems and all(err.problems)
+
+
+NAMES = st.lists(
+    st.one_of(st.from_regex(r"[a-z0-9][a-z0-9.\-]{0,20}", fullmatch=True), st.text(max_size=8)),
+    max_size=12,
+)
+
+
+@given(NAMES, st.data())
+def test_fast_answers_are_the_documents_json_would_write(names: list[str], data: Any) -> None:
+    """The preformatted answers (filter's every-node-passes, prioritize's cached entries)
+    decode to exactly what json.dumps of the same answer decodes to, for any names,
+    asked twice (the second time from the caches)."""
+    args = protocol.ExtenderArgs({"metadata": {}}, names, None)
+    scores = [(name, data.draw(st.integers(0, 10))) for name in names]
+    for _ in range(2):
+        assert json.loads(protocol.filter_result(args, names, {})) == {
+            "FailedNodes": {},
+            "Error": "",
+            "NodeNames": names,
+        }
+        assert json.loads(protocol.priorities(scores)) == [
+            {"Host": host, "Score": score} for host, score in scores
+        ]
