@@ -25,7 +25,7 @@ import yaml
 from agent import features
 from descheduler import config, plugins
 from extender import args as extender_args
-from kube import localcluster, rest
+from kube import controlplane, localcluster, rest
 from tests import helmchart
 
 DEPLOY = helmchart.REPO / "deploy"
@@ -284,3 +284,26 @@ def test_every_value_renders_objects_the_api_server_accepts(
     assert {d["kind"] for d in docs} <= set(localcluster.MANIFEST_KINDS)
     for doc in docs:
         localcluster.apply(kube, doc, dry_run=True)
+
+
+@pytest.mark.controlplane
+def test_install_dry_run_warns_while_the_image_is_the_placeholder(
+    control_plane: controlplane.ControlPlane,
+) -> None:
+    """helm install --dry-run=server passes the chart's kubeVersion check on our API server,
+    and its notes say that the placeholder image cannot start, until an image is given."""
+    install = [
+        "install",
+        helmchart.RELEASE,
+        str(helmchart.CHART),
+        "--namespace",
+        NAMESPACE,
+        "--dry-run=server",
+        "--kubeconfig",
+        str(control_plane.kubeconfig),
+    ]
+    placeholder = helmchart.run(*install).stdout
+    assert "WARNING: image.repository is the placeholder NODEQOS_IMAGE" in placeholder
+    given = helmchart.run(*install, values={"image": {"repository": "r.example/nodeqos"}}).stdout
+    assert "WARNING" not in given
+    assert "http://nodeqos-scheduler-extender.nodeqos-system.svc:10262" in given
