@@ -288,10 +288,13 @@ def test_every_value_renders_objects_the_api_server_accepts(
 
 @pytest.mark.controlplane
 def test_install_dry_run_warns_while_the_image_is_the_placeholder(
-    control_plane: controlplane.ControlPlane,
+    private_control_plane: controlplane.ControlPlane,
 ) -> None:
     """helm install --dry-run=server passes the chart's kubeVersion check on our API server,
-    and its notes say that the placeholder image cannot start, until an image is given."""
+    and its notes say that the placeholder image cannot start, until an image is given.
+
+    On a control plane of its own: helm refuses to adopt the objects other tests
+    apply under the same names (tests/deploy/test_manifests.py)."""
     install = [
         "install",
         helmchart.RELEASE,
@@ -300,7 +303,7 @@ def test_install_dry_run_warns_while_the_image_is_the_placeholder(
         NAMESPACE,
         "--dry-run=server",
         "--kubeconfig",
-        str(control_plane.kubeconfig),
+        str(private_control_plane.kubeconfig),
     ]
     placeholder = helmchart.run(*install).stdout
     assert "WARNING: image.repository is the placeholder NODEQOS_IMAGE" in placeholder
