@@ -50,5 +50,7 @@ The scheduler extender's LoadAwareSchedulingArgs.
 {{- define "nodeqos.extenderConfig" -}}
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: LoadAwareSchedulingArgs
-{{ toYaml .Values.schedulerExtender.args }}
+{{- with .Values.schedulerExtender.args }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
