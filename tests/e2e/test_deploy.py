@@ -1,14 +1,20 @@
-"""deploy/ installed as a user installs it, on the real nodes (issue 15, test 1):
-the CRDs and every manifest through our applier (`kubectl apply -f deploy/crds/
--f deploy/` equivalent), with the locally built image in place of the
-``NODEQOS_IMAGE`` placeholder. The agent DaemonSet runs in cluster mode on every
-node, is Ready and publishes each node's NodeMetric; one descheduler replica
-holds its Lease; the scheduler extender's replicas are Ready and kube-scheduler,
-given deploy/kube-scheduler/extender.yaml, consults them.
+"""nodeqos installed as a user installs it, on the real nodes (issue 15, test 1),
+twice, one install after the other (the two share cluster-scoped names):
 
-Two patches, both what a user of these nodes would write in a kustomize
-overlay, because this machine runs three nodes on one host (the deploy/
-defaults stay as they are for real nodes):
+- ``manifests``: the CRDs and every manifest of deploy/ through our applier
+  (`kubectl apply -f deploy/crds/ -f deploy/` equivalent), with the locally
+  built image in place of the ``NODEQOS_IMAGE`` placeholder;
+- ``helm``: `helm install` of deploy/helm/nodeqos (helm built by
+  hack/build-helm.sh) into the same namespace, the image given as values.
+
+Each time the agent DaemonSet runs in cluster mode on every node, is Ready and
+publishes each node's NodeMetric; one descheduler replica holds its Lease; the
+scheduler extender's replicas are Ready and kube-scheduler, given
+deploy/kube-scheduler/extender.yaml, consults them.
+
+Two changes to the defaults, both what a user of these nodes would write (a
+kustomize overlay, or chart values), because this machine runs three nodes on
+one host (the defaults stay as they are for real nodes):
 
 - ``--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)``: each local kubelet has its
   own cgroupRoot (kube.localnodes), which the agent must be told;
@@ -19,6 +25,7 @@ defaults stay as they are for real nodes):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +36,7 @@ import pytest
 import yaml
 
 from kube import localcluster, rest, slo
+from tests import helmchart
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster, wait_namespace_ready
 
@@ -92,36 +100,109 @@ def describe(kube: rest.Rest) -> str:
     return "\n".join(lines) or "(no pods)"
 
 
-@pytest.fixture(scope="module")
-def installed(
-    real_cluster: RealCluster, nodeqos_image: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[dict[str, Any]]]:
-    """deploy/ applied; everything it made deleted afterwards (pods gone before return)."""
+def delete_objects(kube: rest.Rest, docs: list[dict[str, Any]]) -> None:
+    for doc in reversed(docs):
+        group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
+        meta = doc["metadata"]
+        path = rest.object_path(
+            group,
+            version,
+            plural,
+            meta["name"],
+            namespace=meta.get("namespace") if namespaced else None,
+        )
+        try:
+            kube.delete(path)
+        except rest.ApiError as err:
+            if not err.not_found:
+                raise
+
+
+def namespace_gone(kube: rest.Rest) -> bool:
+    try:
+        kube.get(f"/api/v1/namespaces/{NAMESPACE}")
+    except rest.ApiError as err:
+        if err.not_found:
+            return True
+        raise
+    return False
+
+
+def chart_values(image: str, state_dir: Path) -> dict[str, Any]:
+    """The chart's values for this host: the image, and the agent's overlay above."""
+    repository, _, tag = image.rpartition(":")
+    return {
+        "image": {"repository": repository, "tag": tag},
+        "agent": {
+            "kubeletCgroupRoot": "/nodeqos-$(NODE_NAME)",
+            "metricCache": {"hostPath": str(state_dir), "perNodeSubPath": True},
+        },
+    }
+
+
+@contextlib.contextmanager
+def applied_manifests(real_cluster: RealCluster, image: str, state_dir: Path) -> Iterator[None]:
+    """deploy/crds and deploy/ applied; the objects of deploy/ deleted afterwards."""
     kube = real_cluster.kube
     real_cluster.plane.install_crds(DEPLOY / "crds")
-    docs = manifests(nodeqos_image, tmp_path_factory.mktemp("deploy") / "state")
+    docs = manifests(image, state_dir)
     try:
         for doc in docs:
             localcluster.apply(kube, doc)
             if doc["kind"] == "Namespace":
                 wait_namespace_ready(kube, doc["metadata"]["name"])
-        yield docs
+        yield
     finally:
-        for doc in reversed(docs):
-            group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
-            meta = doc["metadata"]
-            path = rest.object_path(
-                group,
-                version,
-                plural,
-                meta["name"],
-                namespace=meta.get("namespace") if namespaced else None,
-            )
-            try:
-                kube.delete(path)
-            except rest.ApiError as err:
-                if not err.not_found:
-                    raise
+        delete_objects(kube, docs)
+
+
+@contextlib.contextmanager
+def helm_release(real_cluster: RealCluster, image: str, state_dir: Path) -> Iterator[None]:
+    """`helm install` of the chart; `helm uninstall` and the namespace deleted afterwards."""
+    kube = real_cluster.kube
+    # A namespace the previous install deleted must be gone before
+    # --create-namespace can make it again.
+    pods.wait_for(lambda: namespace_gone(kube), f"namespace {NAMESPACE} deleted", timeout=120)
+    release = [
+        helmchart.RELEASE,
+        "--namespace",
+        NAMESPACE,
+        "--kubeconfig",
+        str(real_cluster.plane.kubeconfig),
+    ]
+    try:
+        helmchart.run(
+            "install",
+            *release,
+            str(helmchart.CHART),
+            "--create-namespace",
+            values=chart_values(image, state_dir),
+        )
+        yield
+    finally:
+        done = helmchart.run("uninstall", *release, "--wait", check=False)
+        if done.returncode != 0 and "not found" not in done.stderr:
+            raise AssertionError(f"helm uninstall failed: {done.stderr}")
+        if not namespace_gone(kube):  # helm uninstall leaves it
+            kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
+
+
+@pytest.fixture(scope="module", params=["manifests", "helm"])
+def installed(
+    request: pytest.FixtureRequest,
+    real_cluster: RealCluster,
+    nodeqos_image: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """nodeqos installed one way (the param, yielded), then removed: its pods are
+    gone before the next install."""
+    kube = real_cluster.kube
+    install = applied_manifests if request.param == "manifests" else helm_release
+    state_dir = tmp_path_factory.mktemp(request.param) / "state"
+    try:
+        with install(real_cluster, nodeqos_image, state_dir):
+            yield request.param
+    finally:
         pods.wait_for(
             lambda: not kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"],
             f"the pods of {NAMESPACE} to be gone",
@@ -137,7 +218,7 @@ def wait_or_describe(kube: rest.Rest, check: Any, what: str, timeout: float = 18
 
 
 def test_agents_ready_on_every_node_and_publish_node_metrics(
-    real_cluster: RealCluster, installed: list[dict[str, Any]]
+    real_cluster: RealCluster, installed: str
 ) -> None:
     """The DaemonSet's agents (cluster mode) are Ready on every node, each reporting its NodeMetric."""
     kube = real_cluster.kube
@@ -177,9 +258,7 @@ def test_agents_ready_on_every_node_and_publish_node_metrics(
         assert status["nodeMetric"]["nodeUsage"]["resources"]["memory"], (name, status)
 
 
-def test_one_descheduler_replica_holds_the_lease(
-    real_cluster: RealCluster, installed: list[dict[str, Any]]
-) -> None:
+def test_one_descheduler_replica_holds_the_lease(real_cluster: RealCluster, installed: str) -> None:
     """The Lease named in the shipped DeschedulerConfiguration is held by one of its pods."""
     kube = real_cluster.kube
 
@@ -241,7 +320,7 @@ def extender_count(pod_ip: str, verb: str, *, above: float = -1.0) -> float:
 
 
 def test_extender_serves_kube_scheduler(
-    real_cluster: RealCluster, installed: list[dict[str, Any]], e2e_namespace: str
+    real_cluster: RealCluster, installed: str, e2e_namespace: str
 ) -> None:
     """kube-scheduler with deploy/kube-scheduler/extender.yaml asks the extender to place a pod.
 
