@@ -173,6 +173,9 @@ def test_killed_agent_is_recreated_and_its_successor_still_counts_its_samples(
         successors_report, f"the new agent's NodeMetric for {NODE} listing the busy pod", timeout=90
     )
     millicores = quantity.cpu_millis(remembered["cpu"])
+    print(
+        f"agent on {NODE} recreated and Ready {recreated:.1f}s after the delete; remembers {millicores}m"
+    )
     assert millicores >= MIN_REMEMBERED_MILLICORES, (
         f"cold start: the new agent reports {millicores}m for a pod that burned CPU only "
         f"before the restart (recreated and Ready in {recreated:.0f}s); the killed agent's "
@@ -276,7 +279,11 @@ def test_killed_descheduler_leader_hands_the_lease_over(
 ) -> None:
     """The other replica takes the Lease in time; the replacement pod follows; one holder at a time."""
     kube = real_cluster.kube
-    (config_map,) = (d for d in installed if d["kind"] == "ConfigMap")
+    (config_map,) = (
+        d
+        for d in installed
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "nodeqos-descheduler-config"
+    )
     shipped = config.load_config(
         config_map["data"]["descheduler.yaml"], plugins=plugins.registry().catalog()
     ).leader_election
@@ -339,6 +346,7 @@ def test_killed_descheduler_leader_hands_the_lease_over(
         )
         final_holder = holder()
 
+    print(f"Lease moved {moved:.1f}s after the delete (bound {bound:.0f}s); {len(records)} records")
     assert moved <= bound, f"the Lease moved {moved:.1f}s after the delete, over {bound:.0f}s"
     assert final_holder == new_holder, (final_holder, new_holder)
     assert gauges == {survivor: 1.0, replacement: 0.0}, gauges
