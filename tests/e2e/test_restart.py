@@ -254,17 +254,37 @@ def watching(kube: rest.Rest, lease_path: str) -> Iterator[list[LeaseRecord]]:
         raise AssertionError("the Lease watch failed") from failures[0]
 
 
-def handovers(records: list[LeaseRecord]) -> list[tuple[LeaseRecord, LeaseRecord]]:
-    """(last record of one holder, first record of the next non-empty holder) pairs,
-    with every release (an empty holder) in between left out."""
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """The Lease passing from one holder to another."""
+
+    last: LeaseRecord  # the old holder's last record
+    first: LeaseRecord  # the new holder's first record
+    released: bool  # whether an empty holder came in between
+
+    @property
+    def safe(self) -> bool:
+        """Taken over only once the old holder had let go: released, or not renewed
+        for its whole leaseDurationSeconds (both clocks are this host's)."""
+        if self.released:
+            return True
+        if self.last.renewed is None or self.first.acquired is None:
+            return False
+        return (self.first.acquired - self.last.renewed).total_seconds() >= self.last.duration
+
+
+def handovers(records: list[LeaseRecord]) -> list[Handover]:
+    """Every change from one non-empty holder to another, in order."""
     found = []
     last_held: LeaseRecord | None = None
+    released = False
     for record in records:
         if not record.holder:
+            released = True
             continue
         if last_held is not None and record.holder != last_held.holder:
-            found.append((last_held, record))
-        last_held = record
+            found.append(Handover(last_held, record, released))
+        last_held, released = record, False
     return found
 
 
@@ -354,12 +374,7 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     # the survivor, and only after the old holder released it (an empty holder)
     # or its lease ran out unrenewed.
     changes = handovers(records)
-    assert [(a.holder, b.holder) for a, b in changes] == [(old_holder, new_holder)], records
-    ((last_old, first_new),) = changes
-    released = any(
-        not r.holder for r in records[records.index(last_old) : records.index(first_new)]
-    )
-    assert last_old.renewed is not None and first_new.acquired is not None, changes
-    expired = (first_new.acquired - last_old.renewed).total_seconds() >= last_old.duration
-    assert released or expired, changes
-    assert first_new.transitions == last_old.transitions + 1, changes
+    assert [(h.last.holder, h.first.holder) for h in changes] == [(old_holder, new_holder)], records
+    (handover,) = changes
+    assert handover.safe, handover
+    assert handover.first.transitions == handover.last.transitions + 1, handover
