@@ -65,7 +65,13 @@ def _scrape(url: str, name: str) -> float | None:
 
 
 def _agents(kube: rest.Rest) -> dict[str, dict[str, Any]]:
-    return {p["spec"]["nodeName"]: p for p in kube.get(PODS, labelSelector=AGENTS)["items"]}
+    """The agent pods by node, leaving out any being deleted (a node has at most one
+    other) and a replacement kube-scheduler has not bound yet (no nodeName)."""
+    return {
+        p["spec"]["nodeName"]: p
+        for p in kube.get(PODS, labelSelector=AGENTS)["items"]
+        if p["metadata"].get("deletionTimestamp") is None and p["spec"].get("nodeName")
+    }
 
 
 def _state_dir(docs: list[dict[str, Any]]) -> Path:
@@ -100,7 +106,7 @@ def test_killed_agent_is_recreated_and_its_successor_still_counts_its_samples(
     e2e_namespace: str,
     tmp_path: Path,
 ) -> None:
-    """The successor's first NodeMetric averages in the busy samples the killed agent took.
+    """The successor's NodeMetric averages in the busy samples the killed agent took.
 
     The pod burns CPU only while the killed agent runs, so its podsMetric usage
     (the average over aggregateDurationSeconds, 300 s) stays well above zero
