@@ -32,9 +32,15 @@ from tests.e2e import pods, test_deploy
 from tests.e2e.conftest import RealCluster
 from tests.e2e.test_deploy import NAMESPACE, ready, wait_or_describe
 
-pytestmark = [pytest.mark.e2e, pytest.mark.controlplane, pytest.mark.slow]
-
-# deploy/ applied once for this module, exactly as test_deploy applies it.
+# deploy/ applied once for this module, exactly as test_deploy applies it; the
+# manifests only, not the chart too: tests/deploy/test_chart.py holds the chart
+# to rendering the same objects, and a second install would double the time.
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.controlplane,
+    pytest.mark.slow,
+    pytest.mark.parametrize("installed", ["manifests"], indirect=True),
+]
 installed = test_deploy.installed
 
 NODE = "n1"
