@@ -35,28 +35,31 @@ _SHOWN = 3  # candidates named in a refusal
 class _Refused:
     """The candidates that refused a pod, kept as far as a refusal shows them."""
 
-    __slots__ = ("count", "overloaded", "pod", "unschedulable")
+    __slots__ = ("overloaded", "pod", "unschedulable")
 
     def __init__(self, pod: objects.Pod) -> None:
         self.pod = pod
-        self.count = 0
         # the first _SHOWN of each kind: passed the predicates but short of room,
         # and failed the predicates (with the requests they were judged against)
         self.overloaded: list[tuple[objects.Node, list[str]]] = []
         self.unschedulable: list[tuple[objects.Node, Mapping[str, int]]] = []
 
     def add_unschedulable(self, node: objects.Node, requested: Mapping[str, int]) -> None:
-        self.count += 1
         if len(self.unschedulable) < _SHOWN:
             self.unschedulable.append((node, requested))
 
     def add_overloaded(self, node: objects.Node, short: list[str]) -> None:
-        self.count += 1
         if len(self.overloaded) < _SHOWN:
             self.overloaded.append((node, short))
 
-    def refusal(self, plugin: str) -> Refusal:
-        if not self.count:
+    @property
+    def complete(self) -> bool:
+        """Whether further candidates could change nothing but the count."""
+        return len(self.overloaded) >= _SHOWN
+
+    def refusal(self, plugin: str, count: int) -> Refusal:
+        """The refusal, `count` candidates having refused."""
+        if not count:
             return Refusal(Reason.NO_DESTINATION, "no underutilized nodes", plugin)
         # The overloaded come first: they came closest to taking the pod.
         shown = [
@@ -66,7 +69,7 @@ class _Refused:
         for node, requested in self.unschedulable[: _SHOWN - len(shown)]:
             reasons = scheduling.pod_fits_node(self.pod, node, requested).reasons
             shown.append(f"{node.name}: {', '.join(reasons)}")
-        more = self.count - _SHOWN
+        more = count - _SHOWN
         detail = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
         reason = Reason.WOULD_OVERLOAD_DESTINATION if self.overloaded else Reason.NO_FIT
         return Refusal(reason, detail, plugin)
@@ -95,7 +98,7 @@ def find(
             refused.add_overloaded(node, short)
             continue
         return node
-    return refused.refusal(plugin)
+    return refused.refusal(plugin, len(candidates))
 
 
 def headroom(
@@ -191,7 +194,8 @@ class Pool:
                 continue
             if self._fits(pod, self._nodes[name], placeable):
                 return self._nodes[name]
-        return self._refused(pod, amount, excluding, placeable).refusal(plugin)
+        candidates = len(self._order) - (excluding in self._nodes)
+        return self._refused(pod, amount, excluding, placeable).refusal(plugin, candidates)
 
     def _placeable_for(self, pod: objects.Pod) -> dict[str, bool]:
         """Node -> whether the predicates other than requests let the pod land there, so far."""
@@ -204,8 +208,10 @@ class Pool:
         static = placeable.get(name)
         if static is None:
             static = placeable[name] = not scheduling.placement_reasons(pod, node)
+        if not static:
+            return False
         requested = self._snapshot.requested(name)
-        return static and not scheduling.fits_requests(pod.requests, node.allocatable, requested)
+        return not scheduling.fits_requests(pod.requests, node.allocatable, requested)
 
     def _refused(
         self,
@@ -214,9 +220,15 @@ class Pool:
         excluding: str,
         placeable: dict[str, bool],
     ) -> _Refused:
-        """What `find` would say of every node, when none takes the pod."""
+        """What `find` would say of every node, when none takes the pod.
+
+        Overloaded nodes are shown first, so the walk ends once enough of them
+        are found (the other nodes refused too: they only count).
+        """
         refused = _Refused(pod)
         for _, name in self._order:
+            if refused.complete:
+                break
             if name == excluding:
                 continue
             node = self._nodes[name]
