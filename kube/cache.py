@@ -22,6 +22,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -277,6 +278,7 @@ class Informer(Generic[T]):
         server encodes it while this thread projects; and the cyclic collector is
         paused (see `collector_paused`).
         """
+        started = time.monotonic()
         path = self._resource.path(namespace=self._namespace)
         fresh: dict[str, T] = {}
         query: dict[str, str | int | bool] = {**self._selectors, "limit": self._page_size}
@@ -300,6 +302,7 @@ class Informer(Generic[T]):
                     version = str(meta.get("resourceVersion", ""))
                     break
         self._replace(fresh, version)
+        log.info("%s: listed %d in %.1fs", self.name, len(fresh), time.monotonic() - started)
         self.lists += 1
         self._synced.set()
         self._backoff.reset()

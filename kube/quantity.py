@@ -127,13 +127,31 @@ def parse_quantity(value: str | int | float) -> Fraction:
     raise ValueError(f"invalid quantity {value!r}: not a string or number")
 
 
+def _digits(text: str) -> bool:
+    # ASCII only: str.isdigit() also takes "²" and other digits int() reads differently
+    return text.isdigit() and text.isascii()
+
+
 def cpu_millis(value: str | int | float) -> int:
     """CPU in millicores, rounded like `Quantity.MilliValue()`."""
+    # "250m" and "2" are most of what a cluster holds (every pod, every
+    # NodeMetric entry): read them without Fraction arithmetic.
+    if type(value) is str:
+        if _digits(value):
+            return int(value) * 1000
+        if value[-1:] == "m" and _digits(value[:-1]):
+            return int(value[:-1])
     return _round_away(parse_quantity(value) * 1000)
 
 
 def quantity_value(value: str | int | float) -> int:
     """The integer value, rounded like `Quantity.Value()`."""
+    if type(value) is str:
+        if _digits(value):
+            return int(value)
+        shift = _BINARY_SUFFIXES.get(value[-2:])
+        if shift is not None and _digits(value[:-2]):
+            return min(int(value[:-2]) << shift, _BINARY_CAP)
     return _round_away(parse_quantity(value))
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "TopologySpreadConstraint",
     "fits_requests",
     "matches_node_selector_and_affinity",
+    "placement_reasons",
     "pod_fits_node",
     "pod_requests",
     "preferred_weight",
@@ -307,6 +308,20 @@ def pod_fits_node(pod: objects.Pod, node: objects.Node, requested: Mapping[str, 
     "untolerated taint dedicated=db:NoSchedule", "node selector or affinity
     mismatch", "insufficient cpu".
     """
+    reasons = placement_reasons(pod, node)
+    reasons.extend(
+        f"insufficient {name}" for name in fits_requests(pod.requests, node.allocatable, requested)
+    )
+    return FitResult(tuple(reasons))
+
+
+def placement_reasons(pod: objects.Pod, node: objects.Node) -> list[str]:
+    """The reasons of `pod_fits_node` that do not depend on requests.
+
+    They read only the node's cordon, readiness, taints and labels and the
+    pod's tolerations, node selector and required affinity, so pods equal in
+    those get the same answer from the same node.
+    """
     reasons: list[str] = []
     if node.unschedulable:
         taint = Taint(UNSCHEDULABLE_TAINT_KEY, "", TaintEffect.NO_SCHEDULE)
@@ -317,10 +332,7 @@ def pod_fits_node(pod: objects.Pod, node: objects.Node, requested: Mapping[str, 
     reasons.extend(f"untolerated taint {t}" for t in untolerated_taints(pod, node))
     if not matches_node_selector_and_affinity(pod, node):
         reasons.append("node selector or affinity mismatch")
-    reasons.extend(
-        f"insufficient {name}" for name in fits_requests(pod.requests, node.allocatable, requested)
-    )
-    return FitResult(tuple(reasons))
+    return reasons
 
 
 def requested_on(pods: Sequence[objects.Pod]) -> quantity.Resources:

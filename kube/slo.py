@@ -222,6 +222,10 @@ class NodeMetricInfo:
         return None
 
 
+_PRIORITIES: Final = {p.value: p for p in classify.PriorityClass}
+_QOS_CLASSES: Final = {q.value: q for q in classify.KoordQOS}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PodMetricInfo:
     """One `status.podsMetric[]` entry. Unknown priority/qos strings read as NONE."""
@@ -241,14 +245,12 @@ class PodMetricInfo:
     @classmethod
     def from_api(cls, raw: Mapping[str, Any]) -> PodMetricInfo:
         """Parse a PodMetricInfo dict."""
-        priorities = {p.value: p for p in classify.PriorityClass}
-        qos_classes = {q.value: q for q in classify.KoordQOS}
         return cls(
             name=raw.get("name", ""),
             namespace=raw.get("namespace", ""),
             pod_usage=resource_map_from_api(raw.get("podUsage")),
-            priority=priorities.get(raw.get("priority", ""), classify.PriorityClass.NONE),
-            qos=qos_classes.get(raw.get("qos", ""), classify.KoordQOS.NONE),
+            priority=_PRIORITIES.get(raw.get("priority", ""), classify.PriorityClass.NONE),
+            qos=_QOS_CLASSES.get(raw.get("qos", ""), classify.KoordQOS.NONE),
             extensions=raw.get("extensions"),
         )
 

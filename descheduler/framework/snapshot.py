@@ -25,6 +25,7 @@ use and shared with the restricted views.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import operator
 from collections.abc import Iterable, Iterator, Mapping
@@ -200,6 +201,19 @@ class Snapshot:
         pods = self._by_node.get(node, ())
         evicted = self._p.evicted
         return tuple(p for p in pods if p.uid not in evicted) if evicted else pods
+
+    def namespace_pods_on(self, node: str, namespace: str) -> tuple[objects.Pod, ...]:
+        """`pods_on(node)` limited to one namespace, found without walking the node's others.
+
+        A node's pods are in `pod_order`, namespace first, so one namespace's
+        pods are a contiguous run of them.
+        """
+        pods = self._by_node.get(node, ())
+        start = bisect.bisect_left(pods, namespace, key=_NAMESPACE)
+        end = bisect.bisect_right(pods, namespace, lo=start, key=_NAMESPACE)
+        found = pods[start:end]
+        evicted = self._p.evicted
+        return tuple(p for p in found if p.uid not in evicted) if evicted else found
 
     def pods_of_owner(self, uid: str) -> tuple[objects.Pod, ...]:
         """Pods whose controller (or first owner) has this UID, minus this cycle's evictions."""

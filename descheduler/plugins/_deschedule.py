@@ -10,7 +10,7 @@ and in which order candidates are tried, stays in each plugin's folder.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from descheduler.config import common
@@ -26,21 +26,47 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 Placed = tuple[objects.Pod, objects.Node]
 
 
-def placed_pods(snapshot: Snapshot, *, including_terminal: bool) -> Iterator[Placed]:
-    """Every pod with its node, node by node in snapshot order."""
-    for node in snapshot.nodes:
+def placed_pods(
+    snapshot: Snapshot,
+    *,
+    including_terminal: bool,
+    nodes: Iterable[objects.Node] | None = None,
+) -> Iterator[Placed]:
+    """Every pod with its node, node by node in snapshot order (or over `nodes`)."""
+    for node in snapshot.nodes if nodes is None else nodes:
         for pod in snapshot.pods_on(node.name):
             if including_terminal or pod.phase not in TERMINAL_PHASES:
                 yield pod, node
 
 
 def pods_in_scope(
-    snapshot: Snapshot, args: common.PodScopeArgs, *, including_terminal: bool
+    snapshot: Snapshot,
+    args: common.PodScopeArgs,
+    *,
+    including_terminal: bool,
+    nodes: Iterable[objects.Node] | None = None,
 ) -> Iterator[Placed]:
-    """`placed_pods` limited to the pods `args.namespaces` and `args.labelSelector` allow."""
-    for pod, node in placed_pods(snapshot, including_terminal=including_terminal):
-        if args.in_scope(pod):
-            yield pod, node
+    """`placed_pods` limited to the pods `args.namespaces` and `args.labelSelector` allow.
+
+    With `namespaces.include`, only those namespaces' pods are read on each
+    node, in name order: a node's pods are in `pod_order`, namespace first, so
+    the pods come in the same order as when every pod is read and filtered.
+    """
+    namespaces = args.namespaces
+    if namespaces is None or not namespaces.include:
+        for pod, node in placed_pods(snapshot, including_terminal=including_terminal, nodes=nodes):
+            if args.in_scope(pod):
+                yield pod, node
+        return
+    included = sorted(set(namespaces.include))
+    selector = args.label_selector
+    for node in snapshot.nodes if nodes is None else nodes:
+        for namespace in included:
+            for pod in snapshot.namespace_pods_on(node.name, namespace):
+                if (including_terminal or pod.phase not in TERMINAL_PHASES) and (
+                    selector is None or selector.matches(pod.labels)
+                ):
+                    yield pod, node
 
 
 def evict_in_order(

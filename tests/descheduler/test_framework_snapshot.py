@@ -69,6 +69,24 @@ def test_pods_are_indexed_by_node_and_owner_in_a_total_order() -> None:
     assert snap.evicted == (a,)
 
 
+def test_namespace_pods_on_is_pods_on_filtered() -> None:
+    """One namespace's pods of a node, in pods_on order; evicted pods drop out."""
+    pods = [
+        pod(name, namespace=ns, node=node)
+        for node in ("n1", "n2")
+        for ns in ("b", "a", "c", "a-b")
+        for name in ("y", "x")
+    ]
+    snap = snapshot(*pods)
+    for node in ("n1", "n2", "n3"):
+        for ns in ("a", "a-b", "b", "c", "d", ""):
+            expected = [p for p in snap.pods_on(node) if p.namespace == ns]
+            assert list(snap.namespace_pods_on(node, ns)) == expected
+    assert [p.name for p in snap.namespace_pods_on("n1", "a")] == ["x", "y"]
+    snap.record_eviction(pods[1])  # b/x on n1
+    assert [p.key for p in snap.namespace_pods_on("n1", "b")] == ["b/y"]
+
+
 def test_eviction_moves_requests_and_usage_between_nodes() -> None:
     """record_eviction projects requests (with the pods count) and plugin-set usage."""
     mover = pod("m", node="n1", cpu="500m", memory="1Gi")

@@ -332,3 +332,33 @@ class TestResources:
         assert hash(res) == hash((("cpu", 2), ("memory", 1)))  # the sorted items, as before
         assert copy - {"cpu": 2} == {"cpu": 0, "memory": 1} and res == {"cpu": 2, "memory": 1}
         assert repr(copy) == "Resources({'cpu': 2, 'memory': 1})"
+
+
+COMMON_FORMS = ["0", "2", "007", "250m", "1500m", "0m", "128Mi", "1Gi", "3Ki", "8Ei", "9999999Ei"]
+UNUSUAL_FORMS = [
+    "1.5",
+    "2k",
+    "500m",
+    "1e3",
+    "+2",
+    "-250m",
+    "m",
+    "Mi",
+    "²",
+    "1²m",
+    "\uff11",
+    "0.5Gi",
+]
+
+
+@pytest.mark.parametrize("text", COMMON_FORMS + UNUSUAL_FORMS)
+def test_common_forms_read_as_exact_arithmetic_does(text: str) -> None:
+    """The shortcuts for digits, "<digits>m" and binary suffixes agree with the general parser."""
+    for read, scale in ((quantity.cpu_millis, 1000), (quantity.quantity_value, 1)):
+        try:
+            expected = quantity._round_away(quantity.parse_quantity(text) * scale)
+        except ValueError:
+            with pytest.raises(ValueError):
+                read(text)
+        else:
+            assert read(text) == expected

@@ -19,7 +19,7 @@ were no candidates.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from descheduler.framework import Reason, Refusal, Snapshot
@@ -29,13 +29,50 @@ from kube import objects, scheduling
 
 __all__ = ["Pool", "find", "headroom"]
 
-_SHOWN = 3
+_SHOWN = 3  # candidates named in a refusal
 
 
-def _summary(problems: list[str]) -> str:
-    shown = "; ".join(problems[:_SHOWN])
-    more = len(problems) - _SHOWN
-    return f"{shown}; and {more} more" if more > 0 else shown
+class _Refused:
+    """The candidates that refused a pod, kept as far as a refusal shows them."""
+
+    __slots__ = ("overloaded", "pod", "unschedulable")
+
+    def __init__(self, pod: objects.Pod) -> None:
+        self.pod = pod
+        # the first _SHOWN of each kind: passed the predicates but short of room,
+        # and failed the predicates (with the requests they were judged against)
+        self.overloaded: list[tuple[objects.Node, list[str]]] = []
+        self.unschedulable: list[tuple[objects.Node, Mapping[str, int]]] = []
+
+    def add_unschedulable(self, node: objects.Node, requested: Mapping[str, int]) -> None:
+        if len(self.unschedulable) < _SHOWN:
+            self.unschedulable.append((node, requested))
+
+    def add_overloaded(self, node: objects.Node, short: list[str]) -> None:
+        if len(self.overloaded) < _SHOWN:
+            self.overloaded.append((node, short))
+
+    @property
+    def complete(self) -> bool:
+        """Whether further candidates could change nothing but the count."""
+        return len(self.overloaded) >= _SHOWN
+
+    def refusal(self, plugin: str, count: int) -> Refusal:
+        """The refusal, `count` candidates having refused."""
+        if not count:
+            return Refusal(Reason.NO_DESTINATION, "no underutilized nodes", plugin)
+        # The overloaded come first: they came closest to taking the pod.
+        shown = [
+            f"{node.name}: would exceed its mark on {', '.join(short)}"
+            for node, short in self.overloaded
+        ]
+        for node, requested in self.unschedulable[: _SHOWN - len(shown)]:
+            reasons = scheduling.pod_fits_node(self.pod, node, requested).reasons
+            shown.append(f"{node.name}: {', '.join(reasons)}")
+        more = count - _SHOWN
+        detail = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        reason = Reason.WOULD_OVERLOAD_DESTINATION if self.overloaded else Reason.NO_FIT
+        return Refusal(reason, detail, plugin)
 
 
 def find(
@@ -49,26 +86,19 @@ def find(
     plugin: str,
 ) -> objects.Node | Refusal:
     """The first candidate that takes the pod, or why none does."""
-    if not candidates:
-        return Refusal(Reason.NO_DESTINATION, "no underutilized nodes", plugin)
-    unschedulable: list[str] = []
-    overloaded: list[str] = []
+    refused = _Refused(pod)
     for node in candidates:
-        fit = scheduling.pod_fits_node(pod, node, snapshot.requested(node.name))
-        if not fit.ok:
-            unschedulable.append(f"{node.name}: {', '.join(fit.reasons)}")
+        requested = snapshot.requested(node.name)
+        if not scheduling.pod_fits_node(pod, node, requested):
+            refused.add_unschedulable(node, requested)
             continue
         left = classify.room(meter.used(node.name), meter.capacity(node), high, high)
         short = sorted(name for name, free in left.items() if amount.get(name, 0) > free)
         if short:
-            overloaded.append(f"{node.name}: would exceed its mark on {', '.join(short)}")
+            refused.add_overloaded(node, short)
             continue
         return node
-    if overloaded:
-        return Refusal(
-            Reason.WOULD_OVERLOAD_DESTINATION, _summary(overloaded + unschedulable), plugin
-        )
-    return Refusal(Reason.NO_FIT, _summary(unschedulable), plugin)
+    return refused.refusal(plugin, len(candidates))
 
 
 def headroom(
@@ -100,13 +130,15 @@ class Pool:
 
     def __init__(
         self,
+        snapshot: Snapshot,
         meter: Meter,
         nodes: Iterable[objects.Node],
         high: Mapping[str, Fraction],
         resources: Sequence[str],
         heat: Callable[[objects.Node], float],
     ) -> None:
-        self._meter, self._high, self._resources, self._heat = meter, high, resources, heat
+        self._snapshot, self._meter, self._high = snapshot, meter, high
+        self._resources, self._heat = resources, heat
         self._nodes: dict[str, objects.Node] = {node.name: node for node in nodes}
         self._rooms = {name: self._room(node) for name, node in self._nodes.items()}
         self._total = dict.fromkeys(resources, 0)
@@ -115,6 +147,9 @@ class Pool:
                 self._total[name] += free
         self._heats = {name: heat(node) for name, node in self._nodes.items()}
         self._order = sorted((h, name) for name, h in self._heats.items())
+        # (tolerations, node selector, required affinity) -> node -> whether the
+        # scheduler's predicates other than requests let such a pod land there
+        self._placeable: dict[tuple[Hashable, ...], dict[str, bool]] = {}
 
     def _room(self, node: objects.Node) -> dict[str, int]:
         return classify.room(
@@ -128,6 +163,83 @@ class Pool:
     def coolest_first(self, *, excluding: str) -> list[objects.Node]:
         """The nodes by heat, coolest first, ties by name (`order.by_heat`)."""
         return [self._nodes[name] for _, name in self._order if name != excluding]
+
+    def place(
+        self,
+        pod: objects.Pod,
+        amount: Mapping[str, int],
+        *,
+        excluding: str,
+        plugin: str,
+    ) -> objects.Node | Refusal:
+        """`find` over `coolest_first(excluding=...)`, asking only what can have changed.
+
+        At 5,000 nodes most candidates walk past a hundred full or tainted
+        destinations before one takes them; asking the scheduler's predicates
+        and the room (in Fractions) afresh at each was 3/4 of a
+        LowNodeUtilization pass (cProfile). Here the room is the one the pool
+        keeps current, checked first since the first node passing both checks
+        wins whatever their order, and the predicates that do not depend on
+        requests are remembered per node for pods with the same tolerations,
+        node selector and affinity. The answer, and a refusal's wording, are
+        `find`'s.
+        """
+        judged = self._high
+        placeable = self._placeable_for(pod)
+        for _, name in self._order:
+            if name == excluding:
+                continue
+            room = self._rooms[name]
+            if any(amount.get(resource, 0) > room[resource] for resource in judged):
+                continue
+            if self._fits(pod, self._nodes[name], placeable):
+                return self._nodes[name]
+        candidates = len(self._order) - (excluding in self._nodes)
+        return self._refused(pod, amount, excluding, placeable).refusal(plugin, candidates)
+
+    def _placeable_for(self, pod: objects.Pod) -> dict[str, bool]:
+        """Node -> whether the predicates other than requests let the pod land there, so far."""
+        signature = (pod.tolerations, tuple(pod.node_selector.items()), pod.required_node_affinity)
+        return self._placeable.setdefault(signature, {})
+
+    def _fits(self, pod: objects.Pod, node: objects.Node, placeable: dict[str, bool]) -> bool:
+        """`scheduling.pod_fits_node(...).ok` against the projected requests."""
+        name = node.name
+        static = placeable.get(name)
+        if static is None:
+            static = placeable[name] = not scheduling.placement_reasons(pod, node)
+        if not static:
+            return False
+        requested = self._snapshot.requested(name)
+        return not scheduling.fits_requests(pod.requests, node.allocatable, requested)
+
+    def _refused(
+        self,
+        pod: objects.Pod,
+        amount: Mapping[str, int],
+        excluding: str,
+        placeable: dict[str, bool],
+    ) -> _Refused:
+        """What `find` would say of every node, when none takes the pod.
+
+        Overloaded nodes are shown first, so the walk ends once enough of them
+        are found (the other nodes refused too: they only count).
+        """
+        refused = _Refused(pod)
+        for _, name in self._order:
+            if refused.complete:
+                break
+            if name == excluding:
+                continue
+            node = self._nodes[name]
+            if not self._fits(pod, node, placeable):
+                refused.add_unschedulable(node, self._snapshot.requested(name))
+                continue
+            room = self._rooms[name]
+            refused.add_overloaded(
+                node, sorted(r for r in self._high if amount.get(r, 0) > room[r])
+            )
+        return refused
 
     def landed(self, name: str) -> None:
         """Node `name`'s use changed (a pod was projected onto it): recount it."""

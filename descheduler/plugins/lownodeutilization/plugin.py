@@ -19,7 +19,7 @@ Each cycle (kubernetes-sigs/descheduler `lownodeutilization.go` and
    the destinations' total headroom (`destinations.headroom`) is positive
    on every basic and judged resource; at most `evictionLimits.node` pods
    leave one source.
-5. Each candidate needs a destination (`destinations.find`): the coolest
+5. Each candidate needs a destination (`destinations.Pool.place`): the coolest
    underutilized node that passes the scheduler's predicates and stays at or
    below its targetThresholds with the pod. The evictor gets it as the
    destination and the pod's usage, so the snapshot projects the move.
@@ -119,7 +119,7 @@ class LowNodeUtilization:
             return classify.heat(meter.used(node.name), meter.capacity(node), self.judged)
 
         resources = sorted(set(classify.BASIC_RESOURCES) | set(self.judged))
-        pool = destinations.Pool(meter, low, marks.high, resources, heat)
+        pool = destinations.Pool(snapshot, meter, low, marks.high, resources, heat)
         for source in order.by_heat(high, heat, hottest_first=True):
             if not self._drain(snapshot, meter, source, pool, marks.high):
                 return
@@ -179,8 +179,7 @@ class LowNodeUtilization:
                 detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
                 found = Refusal(Reason.FILTERED, detail, NAME)
             else:
-                cooler = pool.coolest_first(excluding=source.name)
-                found = destinations.find(snapshot, meter, pod, amount, cooler, high, plugin=NAME)
+                found = pool.place(pod, amount, excluding=source.name, plugin=NAME)
             if isinstance(found, Refusal):
                 self.handle.decisions.skip(pod, plugin=NAME, reason=found)
                 continue

@@ -60,14 +60,32 @@ class GroupKey:
 
 def group_key(pod: objects.Pod, exclude_owner_kinds: Iterable[str] = ()) -> GroupKey | None:
     """The pod's duplicate group, or None when it has no owner or an excluded one."""
-    if pod.is_bare:
+    raw = _raw_key(pod, tuple(exclude_owner_kinds))
+    return None if raw is None else GroupKey(*raw)
+
+
+_RawKey = tuple[str, tuple[tuple[str, str, str], ...], tuple[str, ...]]
+
+
+def _raw_key(pod: objects.Pod, excluded: tuple[str, ...]) -> _RawKey | None:
+    # GroupKey's fields as a plain tuple: built for every pod of the cluster each
+    # cycle, so the usual single owner and single container skip the sorts.
+    refs = pod.owner_references
+    if not refs:
         return None
-    excluded = frozenset(exclude_owner_kinds)
-    if any(ref.kind in excluded for ref in pod.owner_references):
+    if excluded and any(ref.kind in excluded for ref in refs):
         return None
-    owners = tuple(sorted((ref.kind, ref.name, ref.uid) for ref in pod.owner_references))
-    images = tuple(sorted(c.image for c in pod.containers))
-    return GroupKey(pod.namespace, owners, images)
+    if len(refs) == 1:
+        ref = refs[0]
+        owners: tuple[tuple[str, str, str], ...] = ((ref.kind, ref.name, ref.uid),)
+    else:
+        owners = tuple(sorted((ref.kind, ref.name, ref.uid) for ref in refs))
+    containers = pod.containers
+    if len(containers) == 1:
+        images: tuple[str, ...] = (containers[0].image,)
+    else:
+        images = tuple(sorted(c.image for c in containers))
+    return pod.namespace, owners, images
 
 
 def group_pods(
@@ -75,12 +93,16 @@ def group_pods(
 ) -> dict[GroupKey, list[objects.Pod]]:
     """Pods by duplicate group, groups and pods in their input order."""
     excluded = tuple(exclude_owner_kinds)
-    groups: dict[GroupKey, list[objects.Pod]] = {}
+    groups: dict[_RawKey, list[objects.Pod]] = {}
     for pod in pods:
-        key = group_key(pod, excluded)
+        key = _raw_key(pod, excluded)
         if key is not None:
-            groups.setdefault(key, []).append(pod)
-    return groups
+            found = groups.get(key)
+            if found is None:
+                groups[key] = [pod]
+            else:
+                found.append(pod)
+    return {GroupKey(*key): members for key, members in groups.items()}
 
 
 def could_schedule(pod: objects.Pod, node: objects.Node) -> bool:

@@ -39,7 +39,11 @@ class RemovePodsViolatingNodeTaints:
 
     def deschedule(self, snapshot: Snapshot) -> None:
         candidates = []
-        for pod, node in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=False):
+        # Only a node with a counted taint can have pods that violate it.
+        tainted = [n for n in snapshot.nodes if any(self.taints.counts(t) for t in n.taints)]
+        for pod, node in _deschedule.pods_in_scope(
+            snapshot, self.args, including_terminal=False, nodes=tainted
+        ):
             untolerated = self.taints.untolerated(pod, node)
             if untolerated:
                 shown = ", ".join(str(t) for t in untolerated)
