@@ -1,0 +1,530 @@
+"""The placement loop on real nodes: a hot node, and nodeqos moving its load away.
+
+Shared by the e2e test (tests/e2e/test_placement.py) and `make demo` in its
+real-node mode; both run it on three `kube.localnodes` nodes (real kubelets and
+containerds) beside a `kube.controlplane.ControlPlane` with kube-scheduler and
+kube-controller-manager. Nothing here plays a Kubernetes part:
+
+1. `installed`: deploy/ applied as a user applies it, with an overlay for three
+   nodes on one machine: the image, the agent told its kubelet's cgroup root and
+   ``--node-usage-source=kubepods`` (the nodes share one /proc, so only each
+   node's kubepods cgroup tells them apart), a per-node metric cache dir, the
+   descheduler every 10 s with thresholds for two shared cores, the extender's
+   CPU threshold below the descheduler's high mark; NodeMetrics created first
+   with a 30 s report of the last 20 s. kube-scheduler is pointed at an extender
+   replica's pod IP (no cluster DNS or kube-proxy here).
+2. `run`: with n2 and n3 cordoned, Deployments `web` (under a PDB, minAvailable
+   1), `batch` and `report` start busy loops on n1; the others are uncordoned.
+   The agents report n1 hot; the descheduler's LowNodeLoad evicts through the
+   Eviction API (the PDB keeps web); the kubelet stops the pods; the ReplicaSet
+   controller recreates them; kube-scheduler, asking the extender, binds them to
+   n2 and n3; n1's next NodeMetric whose window starts after the evicted pods
+   were gone shows it cool. `Outcome` records all of it; `say` narrates it.
+
+Thresholds are percentages of a node's allocatable CPU (the host's two cores,
+shared by the three nodes and whatever else runs on the machine):
+
+| workload | requests / limit | runs on |
+|----------|------------------|---------|
+| web      | 300m / 400m (PDB) | n1     |
+| batch    | 250m / 300m      | n1      |
+| report   | 250m / 300m      | n1      |
+
+n1 demands 1000m (50 %; on a loaded machine it gets less, still above the 30 %
+high mark); without batch and report it is about 400m (20 %), below it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import functools
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kube import controlplane, localcluster, quantity, rest
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+SYSTEM_NAMESPACE = "nodeqos-system"
+NAMESPACE = "placement"
+NODES = ("n1", "n2", "n3")
+HOT = "n1"
+HIGH_CPU, LOW_CPU = 30, 15  # LowNodeLoad, percent of allocatable
+EXTENDER_CPU = 25  # the extender refuses nodes above this (below HIGH_CPU)
+PLACEHOLDER = "NODEQOS_IMAGE"
+EXTENDER_PORT = 10262
+BUSYBOX_IMAGE = "nodeqos.local/busybox:1"  # kube.localnodes imports it into every node
+WINDOW_SECONDS = 20
+NODEMETRIC_SPEC = {
+    "metricCollectPolicy": {
+        # Report every 30 s (the agent's minimum), averaging the last 20 s: a move
+        # shows within one report instead of five minutes.
+        "aggregateDurationSeconds": WINDOW_SECONDS,
+        "reportIntervalSeconds": 30,
+        "nodeAggregatePolicy": {"durations": ["1m0s", "5m0s"]},
+        "nodeMemoryCollectPolicy": "usageWithoutPageCache",
+    }
+}
+TOWARDS = re.compile(r"from node (\S+) towards node (\S+) by (\S+?)(?:,|:)")
+NODEMETRICS = rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics")
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    request_millicores: int
+    limit_millicores: int
+    pdb: bool = False
+
+
+WORKLOADS = (
+    Workload("web", 300, 400, pdb=True),
+    Workload("batch", 250, 300),
+    Workload("report", 250, 300),
+)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened, for the test's assertions and the demo's summary."""
+
+    evictions: list[dict[str, str]] = field(default_factory=list)  # pod, app, from, to, message
+    refusals: list[dict[str, str]] = field(default_factory=list)  # pod, app, message
+    placements: list[dict[str, str]] = field(default_factory=list)  # pod, app, node
+    before: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 was hot
+    after: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 cooled
+    cooled: bool = False
+    kept: list[str] = field(default_factory=list)  # PDB-protected pods still on the hot node
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+# -- the overlay ---------------------------------------------------------------------
+
+
+def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
+    """deploy/*.yaml with the image substituted and this scenario's overlay applied."""
+    docs = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        for raw in yaml.safe_load_all(path.read_text()):
+            if not raw:
+                continue
+            doc = copy.deepcopy(raw)
+            if doc["kind"] in ("DaemonSet", "Deployment"):
+                for container in doc["spec"]["template"]["spec"]["containers"]:
+                    container["image"] = image
+            if doc["kind"] == "DaemonSet":
+                _patch_agent(doc, state_dir)
+            elif doc["kind"] == "ConfigMap" and "descheduler.yaml" in doc["data"]:
+                doc["data"]["descheduler.yaml"] = yaml.safe_dump(
+                    descheduler_config(yaml.safe_load(doc["data"]["descheduler.yaml"]))
+                )
+            elif doc["kind"] == "ConfigMap" and "loadaware.yaml" in doc["data"]:
+                args = yaml.safe_load(doc["data"]["loadaware.yaml"])
+                args["usageThresholds"] = {**args["usageThresholds"], "cpu": EXTENDER_CPU}
+                doc["data"]["loadaware.yaml"] = yaml.safe_dump(args)
+            docs.append(doc)
+    return docs
+
+
+def _patch_agent(daemonset: dict[str, Any], state_dir: Path) -> None:
+    spec = daemonset["spec"]["template"]["spec"]
+    (agent,) = spec["containers"]
+    agent["args"] += [
+        "--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)",
+        "--node-usage-source=kubepods",
+    ]
+    for mount in agent["volumeMounts"]:
+        if mount["name"] == "state":  # three agents, one host: one cache dir each
+            mount["subPathExpr"] = "$(NODE_NAME)"
+    for volume in spec["volumes"]:
+        if volume["name"] == "state":
+            volume["hostPath"]["path"] = str(state_dir)
+
+
+def descheduler_config(shipped: Mapping[str, Any]) -> dict[str, Any]:
+    """The shipped DeschedulerConfiguration, every 10 s, with thresholds for two shared cores."""
+    config = copy.deepcopy(dict(shipped))
+    config["deschedulingInterval"] = "10s"
+    config["evictionFailureEventNotification"] = True  # a refused eviction is an Event too
+    for entry in config["profiles"][0]["pluginConfig"]:
+        if entry["name"] == "LowNodeLoad":
+            entry["args"].update(
+                lowThresholds={"cpu": LOW_CPU, "memory": 55},
+                highThresholds={"cpu": HIGH_CPU, "memory": 80},
+                anomalyCondition={"consecutiveAbnormalities": 1},
+            )
+    return config
+
+
+def scheduler_config(extender_ip: str) -> dict[str, Any]:
+    """deploy/kube-scheduler/extender.yaml, its URL a replica's pod IP (no cluster DNS here)."""
+    config: dict[str, Any] = yaml.safe_load(
+        (DEPLOY / "kube-scheduler" / "extender.yaml").read_text()
+    )
+    (extender,) = config["extenders"]
+    extender["urlPrefix"] = f"http://{extender_ip}:{EXTENDER_PORT}"
+    return config
+
+
+# -- waiting ---------------------------------------------------------------------------
+
+
+def wait_for(check: Callable[[], Any], what: str, *, timeout: float, interval: float = 1.0) -> Any:
+    """`check()` once it is truthy; TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _exists(kube: rest.Rest, path: str) -> bool:
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        if err.not_found:
+            return False
+        raise
+    return True
+
+
+def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0) -> None:
+    """The controllers' `default` ServiceAccount and `kube-root-ca.crt` exist (pods need them)."""
+    for path in (
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
+        f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt",
+    ):
+        wait_for(functools.partial(_exists, kube, path), path, timeout=timeout, interval=0.2)
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = pod["status"].get("conditions", [])
+    return pod["metadata"].get("deletionTimestamp") is None and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in conditions
+    )
+
+
+def _pods(kube: rest.Rest, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    query = {"labelSelector": selector} if selector else {}
+    items: list[dict[str, Any]] = kube.get(f"/api/v1/namespaces/{namespace}/pods", **query)["items"]
+    return items
+
+
+# -- install -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def installed(
+    kube: rest.Rest, plane: controlplane.ControlPlane, image: str, state_dir: Path, say: Say
+) -> Iterator[None]:
+    """deploy/ with the overlay, agents Ready everywhere, kube-scheduler asking the extender;
+    everything removed (and kube-scheduler back to its defaults) on exit."""
+    wait_for(
+        lambda: not _exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"),
+        f"namespace {SYSTEM_NAMESPACE} from an earlier install to be gone",
+        timeout=120,
+    )
+    for node in NODES:
+        body = {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeMetric",
+            "metadata": {"name": node},
+            "spec": NODEMETRIC_SPEC,
+        }
+        with contextlib.suppress(rest.ApiError):
+            kube.delete(f"{NODEMETRICS}/{node}")  # an earlier agent's object, default spec
+        kube.create(NODEMETRICS, body)
+    plane.install_crds(DEPLOY / "crds")
+    docs = manifests(image, state_dir)
+    try:
+        for doc in docs:
+            localcluster.apply(kube, doc)
+            if doc["kind"] == "Namespace":
+                wait_namespace_ready(kube, doc["metadata"]["name"])
+        say(
+            "applied deploy/ with the overlay: agents --node-usage-source=kubepods, "
+            f"descheduler every 10s (LowNodeLoad cpu low {LOW_CPU}% / high {HIGH_CPU}%), "
+            f"extender cpu threshold {EXTENDER_CPU}%"
+        )
+        _wait_installed(kube, plane, say)
+        yield
+    finally:
+        plane.start_scheduler(None)
+        for doc in reversed(docs):
+            _delete(kube, doc)
+        with contextlib.suppress(TimeoutError):
+            wait_for(
+                lambda: not _pods(kube, SYSTEM_NAMESPACE),
+                f"the pods of {SYSTEM_NAMESPACE} to be gone",
+                timeout=120,
+            )
+        for node in NODES:
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(f"{NODEMETRICS}/{node}")
+
+
+def _wait_installed(kube: rest.Rest, plane: controlplane.ControlPlane, say: Say) -> None:
+    started = time.monotonic()
+
+    def ready_on_every_node() -> bool:
+        agents = _pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
+        return {p["spec"].get("nodeName") for p in agents if _ready(p)} >= set(NODES)
+
+    wait_for(ready_on_every_node, "a Ready nodeqos-agent on every node", timeout=180)
+
+    def extender_ip() -> str | None:
+        found = _pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-scheduler-extender")
+        ips = [str(p["status"]["podIP"]) for p in found if _ready(p)]
+        return ips[0] if ips else None
+
+    ip = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
+    plane.start_scheduler(scheduler_config(ip))
+    say(
+        f"agents Ready on {', '.join(NODES)}, descheduler and extender running "
+        f"({time.monotonic() - started:.0f}s); kube-scheduler asks the extender at {ip}"
+    )
+
+
+def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
+    group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
+    meta = doc["metadata"]
+    namespace = meta.get("namespace") if namespaced else None
+    try:
+        kube.delete(rest.object_path(group, version, plural, meta["name"], namespace=namespace))
+    except rest.ApiError as err:
+        if not err.not_found:
+            raise
+
+
+# -- the scenario ----------------------------------------------------------------------
+
+
+def deployment(workload: Workload) -> dict[str, Any]:
+    """A one-replica Deployment of a busy loop held to the workload's limit."""
+    resources = {
+        "requests": {"cpu": f"{workload.request_millicores}m", "memory": "32Mi"},
+        "limits": {"cpu": f"{workload.limit_millicores}m", "memory": "32Mi"},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": workload.name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": workload.name}},
+            "template": {
+                "metadata": {"labels": {"app": workload.name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": BUSYBOX_IMAGE,
+                            "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "while :; do :; done"],
+                            "resources": resources,
+                        }
+                    ],
+                    "terminationGracePeriodSeconds": 1,
+                    "automountServiceAccountToken": False,
+                },
+            },
+        },
+    }
+
+
+def _cordon(kube: rest.Rest, node: str, unschedulable: bool) -> None:
+    kube.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": unschedulable}})
+
+
+def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
+    """The namespace, the PDB and the Deployments, every pod Running on the hot node;
+    returns the uids of those pods."""
+    kube.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    wait_namespace_ready(kube, NAMESPACE)
+    for workload in WORKLOADS:
+        if workload.pdb:
+            kube.create(
+                rest.object_path("policy", "v1", "poddisruptionbudgets", namespace=NAMESPACE),
+                {
+                    "metadata": {"name": workload.name, "namespace": NAMESPACE},
+                    "spec": {
+                        "minAvailable": 1,
+                        "selector": {"matchLabels": {"app": workload.name}},
+                    },
+                },
+            )
+    others = [n for n in NODES if n != HOT]
+    for node in others:  # as when n1 was the first node to join: everything lands there
+        _cordon(kube, node, True)
+    try:
+        for workload in WORKLOADS:
+            localcluster.apply(kube, deployment(workload))
+
+        def running() -> list[dict[str, Any]] | None:
+            pods = [p for p in _pods(kube, NAMESPACE) if _ready(p)]
+            return pods if len(pods) == len(WORKLOADS) else None
+
+        pods = wait_for(running, f"{len(WORKLOADS)} busy pods Running on {HOT}", timeout=120)
+    finally:
+        for node in others:
+            _cordon(kube, node, False)
+    say(
+        f"{HOT} runs {', '.join(w.name for w in WORKLOADS)} (busy loops; PDB web minAvailable=1), "
+        f"started while {' and '.join(others)} were cordoned; all nodes schedulable now"
+    )
+    return {p["metadata"]["uid"] for p in pods}
+
+
+def _parse_time(text: str) -> float:
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+
+
+class _Watch:
+    """Reads Events, Pods and NodeMetrics each second and keeps the `Outcome` up to date."""
+
+    def __init__(self, kube: rest.Rest, initial: set[str], say: Say) -> None:
+        self.kube, self.initial, self.say = kube, initial, say
+        self.outcome = Outcome()
+        self.seen: set[str] = set()
+        self.placed: set[str] = set()
+        self.evicted: set[str] = set()  # pod names (unique: the ReplicaSet's random suffix)
+        self.gone_at: float | None = None  # wall time the last evicted pod was gone
+        self.reports: dict[str, str] = {}
+        self.allocatable = {
+            n: quantity.cpu_millis(kube.get(f"/api/v1/nodes/{n}")["status"]["allocatable"]["cpu"])
+            for n in NODES
+        }
+
+    def poll(self) -> None:
+        self._events()
+        self._pods()
+        self._metrics()
+
+    def _events(self) -> None:
+        items = self.kube.get(f"/api/v1/namespaces/{NAMESPACE}/events")["items"]
+        for event in sorted(items, key=lambda e: e["metadata"]["creationTimestamp"]):
+            uid, reason = event["metadata"]["uid"], event["reason"]
+            if uid in self.seen or reason not in ("Descheduled", "EvictionFailed"):
+                continue
+            self.seen.add(uid)
+            pod, message = event["involvedObject"]["name"], event["message"]
+            app = pod.split("-")[0]
+            if reason == "Descheduled":
+                found = TOWARDS.search(message)
+                source, target, _plugin = found.groups() if found else ("?", "?", "?")
+                self.evicted.add(pod)
+                self.outcome.evictions.append(
+                    {"pod": pod, "app": app, "from": source, "to": target, "message": message}
+                )
+                self.say(
+                    f"  ⇢ evicted {pod} from {source} (descheduler's pick: {target}) — {message}"
+                )
+            else:
+                self.outcome.refusals.append({"pod": pod, "app": app, "message": message})
+                self.say(f"  ✗ not evicted {pod} — {message}")
+
+    def _pods(self) -> None:
+        pods = _pods(self.kube, NAMESPACE)
+        names = {p["metadata"]["name"] for p in pods}
+        if self.evicted & names:
+            self.gone_at = None  # an evicted pod is still terminating (or another was evicted)
+        elif self.evicted and self.gone_at is None:
+            self.gone_at = time.time()
+            self.say(f"  ⇢ the kubelet on {HOT} stopped the evicted pods; they are gone")
+        for pod in pods:
+            uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
+            if uid in self.initial or uid in self.placed or not _ready(pod):
+                continue
+            self.placed.add(uid)
+            node = pod["spec"]["nodeName"]
+            self.outcome.placements.append({"pod": name, "app": name.split("-")[0], "node": node})
+            self.say(
+                f"  ⇢ kube-scheduler bound {name} (the ReplicaSet controller's replacement) to "
+                f"{node}; its kubelet runs it"
+            )
+
+    def cpu_percent(self, metric: Mapping[str, Any]) -> float | None:
+        usage = ((metric.get("status") or {}).get("nodeMetric") or {}).get("nodeUsage") or {}
+        cpu = usage.get("resources", {}).get("cpu")
+        name = metric["metadata"]["name"]
+        return None if cpu is None else quantity.cpu_millis(cpu) / self.allocatable[name] * 100
+
+    def _metrics(self) -> None:
+        metrics = {m["metadata"]["name"]: m for m in self.kube.get(NODEMETRICS)["items"]}
+        stamps = {
+            n: str((metrics.get(n, {}).get("status") or {}).get("updateTime", "")) for n in NODES
+        }
+        if stamps == self.reports or not all(stamps.values()):
+            return
+        self.reports = stamps
+        percent = {n: self.cpu_percent(metrics[n]) for n in NODES}
+        self.say(
+            "  NodeMetrics: "
+            + ", ".join(
+                f"{n} cpu {p:.1f}%" if p is not None else f"{n} -" for n, p in percent.items()
+            )
+            + f" (updated {', '.join(s[11:19] for s in stamps.values())})"
+        )
+        hot = percent[HOT]
+        if not self.outcome.before and hot is not None and hot > HIGH_CPU:
+            self.outcome.before = {n: p for n, p in percent.items() if p is not None}
+        # n1's first report averaging only time after the evicted pods were gone
+        if (
+            self.gone_at is not None
+            and hot is not None
+            and _parse_time(stamps[HOT]) - WINDOW_SECONDS >= self.gone_at
+            and not self.outcome.after
+        ):
+            self.outcome.after = {n: p for n, p in percent.items() if p is not None}
+            self.outcome.cooled = hot <= HIGH_CPU
+
+    def done(self) -> bool:
+        if not self.outcome.after:
+            return False
+        evicted = {e["app"] for e in self.outcome.evictions}
+        return evicted <= {p["app"] for p in self.outcome.placements}
+
+
+def run(kube: rest.Rest, say: Say, *, timeout: float = 240.0) -> Outcome:
+    """Start the workloads on the hot node and watch the loop until it cooled (or `timeout`)."""
+    started = time.monotonic()
+    watch = _Watch(kube, start_workloads(kube, say), say)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not watch.done():
+            watch.poll()
+            time.sleep(1.0)
+        outcome = watch.outcome
+        pdb_apps = {w.name for w in WORKLOADS if w.pdb}
+        outcome.kept = sorted(
+            p["metadata"]["name"]
+            for p in _pods(kube, NAMESPACE)
+            if p["metadata"]["uid"] in watch.initial
+            and p["spec"].get("nodeName") == HOT
+            and p["metadata"]["labels"].get("app") in pdb_apps
+            and _ready(p)
+        )
+        outcome.seconds = round(time.monotonic() - started, 1)
+        return outcome
+    finally:
+        kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        wait_for(
+            lambda: not _exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
+            f"namespace {NAMESPACE} to be gone",
+            timeout=120,
+        )
