@@ -12,7 +12,7 @@ kube-controller-manager. Nothing here plays a Kubernetes part:
    descheduler every 10 s with thresholds for two shared cores, the extender's
    CPU threshold below the descheduler's high mark; NodeMetrics created first
    with a 30 s report of the last 20 s. kube-scheduler is pointed at an extender
-   replica's pod IP (no cluster DNS or kube-proxy here).
+   replica's pod IP (no cluster DNS or kube-proxy here) once the workloads run.
 2. `run`: with n2 and n3 cordoned, Deployments `web` (under a PDB, minAvailable
    1), `batch` and `report` start busy loops on n1; the others are uncordoned.
    The agents report n1 hot; the descheduler's LowNodeLoad evicts through the
@@ -231,9 +231,9 @@ def _pods(kube: rest.Rest, namespace: str, selector: str = "") -> list[dict[str,
 @contextlib.contextmanager
 def installed(
     kube: rest.Rest, plane: controlplane.ControlPlane, image: str, state_dir: Path, say: Say
-) -> Iterator[None]:
-    """deploy/ with the overlay, agents Ready everywhere, kube-scheduler asking the extender;
-    everything removed (and kube-scheduler back to its defaults) on exit."""
+) -> Iterator[str]:
+    """deploy/ with the overlay, agents Ready everywhere; yields a Ready extender replica's
+    pod IP. Everything is removed (and kube-scheduler back to its defaults) on exit."""
     wait_for(
         lambda: not _exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"),
         f"namespace {SYSTEM_NAMESPACE} from an earlier install to be gone",
@@ -261,8 +261,7 @@ def installed(
             f"descheduler every 10s (LowNodeLoad cpu low {LOW_CPU}% / high {HIGH_CPU}%), "
             f"extender cpu threshold {EXTENDER_CPU}%"
         )
-        _wait_installed(kube, plane, say)
-        yield
+        yield _wait_installed(kube, say)
     finally:
         plane.start_scheduler(None)
         for doc in reversed(docs):
@@ -278,7 +277,7 @@ def installed(
                 kube.delete(f"{NODEMETRICS}/{node}")
 
 
-def _wait_installed(kube: rest.Rest, plane: controlplane.ControlPlane, say: Say) -> None:
+def _wait_installed(kube: rest.Rest, say: Say) -> str:
     started = time.monotonic()
 
     def ready_on_every_node() -> bool:
@@ -292,12 +291,12 @@ def _wait_installed(kube: rest.Rest, plane: controlplane.ControlPlane, say: Say)
         ips = [str(p["status"]["podIP"]) for p in found if _ready(p)]
         return ips[0] if ips else None
 
-    ip = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
-    plane.start_scheduler(scheduler_config(ip))
+    ip: str = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
     say(
         f"agents Ready on {', '.join(NODES)}, descheduler and extender running "
-        f"({time.monotonic() - started:.0f}s); kube-scheduler asks the extender at {ip}"
+        f"({time.monotonic() - started:.0f}s)"
     )
+    return ip
 
 
 def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
@@ -500,11 +499,25 @@ class _Watch:
         return evicted <= {p["app"] for p in self.outcome.placements}
 
 
-def run(kube: rest.Rest, say: Say, *, timeout: float = 240.0) -> Outcome:
-    """Start the workloads on the hot node and watch the loop until it cooled (or `timeout`)."""
+def run(
+    kube: rest.Rest,
+    plane: controlplane.ControlPlane,
+    extender_ip: str,
+    say: Say,
+    *,
+    timeout: float = 240.0,
+) -> Outcome:
+    """Start the workloads on the hot node (kube-scheduler as it is: the extender would
+    rightly refuse to make a node hot), then point kube-scheduler at the extender and
+    watch the loop until the hot node cooled (or `timeout`)."""
     started = time.monotonic()
-    watch = _Watch(kube, start_workloads(kube, say), say)
     try:
+        initial = start_workloads(kube, say)
+        plane.start_scheduler(scheduler_config(extender_ip))
+        say(
+            f"kube-scheduler restarted with the nodeqos extender at {extender_ip} (filter + prioritize)"
+        )
+        watch = _Watch(kube, initial, say)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not watch.done():
             watch.poll()
@@ -514,7 +527,7 @@ def run(kube: rest.Rest, say: Say, *, timeout: float = 240.0) -> Outcome:
         outcome.kept = sorted(
             p["metadata"]["name"]
             for p in _pods(kube, NAMESPACE)
-            if p["metadata"]["uid"] in watch.initial
+            if p["metadata"]["uid"] in initial
             and p["spec"].get("nodeName") == HOT
             and p["metadata"]["labels"].get("app") in pdb_apps
             and _ready(p)
@@ -522,7 +535,8 @@ def run(kube: rest.Rest, say: Say, *, timeout: float = 240.0) -> Outcome:
         outcome.seconds = round(time.monotonic() - started, 1)
         return outcome
     finally:
-        kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        with contextlib.suppress(rest.ApiError):
+            kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
         wait_for(
             lambda: not _exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
             f"namespace {NAMESPACE} to be gone",

@@ -76,8 +76,8 @@ def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
             node.ctr("images", "import", str(setup.image_archive))
         say(f"imported {IMAGE} (built from the Dockerfile) into every node's containerd")
         kube = rest.Rest(rest.api_client(plane.kubeconfig), qps=0)
-        with placementloop.installed(kube, plane, IMAGE, workdir / "state", say):
-            outcome = placementloop.run(kube, say, timeout=timeout)
+        with placementloop.installed(kube, plane, IMAGE, workdir / "state", say) as extender:
+            outcome = placementloop.run(kube, plane, extender, say, timeout=timeout)
     summarize(outcome)
     return {"mode": "real-nodes", **outcome.to_json(), "workdir": str(workdir)}
 

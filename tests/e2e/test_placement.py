@@ -32,8 +32,10 @@ def test_hot_node_is_drained_onto_cool_nodes_and_cools(
         nodeqos_image,
         tmp_path_factory.mktemp("placement") / "state",
         lines.append,
-    ):
-        outcome = placementloop.run(kube, lines.append, timeout=240)
+    ) as extender_ip:
+        outcome = placementloop.run(
+            kube, real_cluster.plane, extender_ip, lines.append, timeout=240
+        )
     story = "\n".join(lines)
     assert outcome.before.get(placementloop.HOT, 0) > placementloop.HIGH_CPU, story
     assert outcome.evictions, story
