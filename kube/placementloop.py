@@ -19,7 +19,8 @@ kube-controller-manager. Nothing here plays a Kubernetes part:
    Eviction API (the PDB keeps web); the kubelet stops the pods; the ReplicaSet
    controller recreates them; kube-scheduler, asking the extender, binds them to
    n2 and n3; n1's next NodeMetric whose window starts after the evicted pods
-   were gone shows it cool. `Outcome` records all of it; `say` narrates it.
+   were gone shows it cool. `kube.placementwatch` follows it into an `Outcome`;
+   `say` narrates it.
 
 Thresholds are percentages of a node's allocatable CPU (the host's two cores,
 shared by the three nodes and whatever else runs on the machine):
@@ -38,18 +39,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime as dt
 import functools
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kube import controlplane, localcluster, quantity, rest
+from kube import controlplane, localcluster, placementwatch, rest
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 SYSTEM_NAMESPACE = "nodeqos-system"
@@ -72,10 +71,9 @@ NODEMETRIC_SPEC = {
         "nodeMemoryCollectPolicy": "usageWithoutPageCache",
     }
 }
-TOWARDS = re.compile(r"from node (\S+) towards node (\S+) by (\S+?)(?:,|:)")
 NODEMETRICS = rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics")
 
-Say = Callable[[str], None]
+Say = placementwatch.Say
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,23 +89,6 @@ WORKLOADS = (
     Workload("batch", 250, 300),
     Workload("report", 250, 300),
 )
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What happened, for the test's assertions and the demo's summary."""
-
-    evictions: list[dict[str, str]] = field(default_factory=list)  # pod, app, from, to, message
-    refusals: list[dict[str, str]] = field(default_factory=list)  # pod, app, message
-    placements: list[dict[str, str]] = field(default_factory=list)  # pod, app, node
-    before: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 was hot
-    after: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 cooled
-    cooled: bool = False
-    kept: list[str] = field(default_factory=list)  # PDB-protected pods still on the hot node
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
 
 
 # -- the overlay ---------------------------------------------------------------------
@@ -212,19 +193,6 @@ def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0)
         wait_for(functools.partial(_exists, kube, path), path, timeout=timeout, interval=0.2)
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
-    conditions = pod["status"].get("conditions", [])
-    return pod["metadata"].get("deletionTimestamp") is None and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in conditions
-    )
-
-
-def _pods(kube: rest.Rest, namespace: str, selector: str = "") -> list[dict[str, Any]]:
-    query = {"labelSelector": selector} if selector else {}
-    items: list[dict[str, Any]] = kube.get(f"/api/v1/namespaces/{namespace}/pods", **query)["items"]
-    return items
-
-
 # -- install -----------------------------------------------------------------------------
 
 
@@ -268,7 +236,7 @@ def installed(
             _delete(kube, doc)
         with contextlib.suppress(TimeoutError):
             wait_for(
-                lambda: not _pods(kube, SYSTEM_NAMESPACE),
+                lambda: not placementwatch.pods(kube, SYSTEM_NAMESPACE),
                 f"the pods of {SYSTEM_NAMESPACE} to be gone",
                 timeout=120,
             )
@@ -281,14 +249,16 @@ def _wait_installed(kube: rest.Rest, say: Say) -> str:
     started = time.monotonic()
 
     def ready_on_every_node() -> bool:
-        agents = _pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
-        return {p["spec"].get("nodeName") for p in agents if _ready(p)} >= set(NODES)
+        agents = placementwatch.pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
+        return {p["spec"].get("nodeName") for p in agents if placementwatch.ready(p)} >= set(NODES)
 
     wait_for(ready_on_every_node, "a Ready nodeqos-agent on every node", timeout=180)
 
     def extender_ip() -> str | None:
-        found = _pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-scheduler-extender")
-        ips = [str(p["status"]["podIP"]) for p in found if _ready(p)]
+        found = placementwatch.pods(
+            kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-scheduler-extender"
+        )
+        ips = [str(p["status"]["podIP"]) for p in found if placementwatch.ready(p)]
         return ips[0] if ips else None
 
     ip: str = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
@@ -375,7 +345,7 @@ def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
             localcluster.apply(kube, deployment(workload))
 
         def running() -> list[dict[str, Any]] | None:
-            pods = [p for p in _pods(kube, NAMESPACE) if _ready(p)]
+            pods = [p for p in placementwatch.pods(kube, NAMESPACE) if placementwatch.ready(p)]
             return pods if len(pods) == len(WORKLOADS) else None
 
         pods = wait_for(running, f"{len(WORKLOADS)} busy pods Running on {HOT}", timeout=120)
@@ -389,116 +359,6 @@ def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
     return {p["metadata"]["uid"] for p in pods}
 
 
-def _parse_time(text: str) -> float:
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
-
-
-class _Watch:
-    """Reads Events, Pods and NodeMetrics each second and keeps the `Outcome` up to date."""
-
-    def __init__(self, kube: rest.Rest, initial: set[str], say: Say) -> None:
-        self.kube, self.initial, self.say = kube, initial, say
-        self.outcome = Outcome()
-        self.seen: set[str] = set()
-        self.placed: set[str] = set()
-        self.evicted: set[str] = set()  # pod names (unique: the ReplicaSet's random suffix)
-        self.gone_at: float | None = None  # wall time the last evicted pod was gone
-        self.reports: dict[str, str] = {}
-        self.allocatable = {
-            n: quantity.cpu_millis(kube.get(f"/api/v1/nodes/{n}")["status"]["allocatable"]["cpu"])
-            for n in NODES
-        }
-
-    def poll(self) -> None:
-        self._events()
-        self._pods()
-        self._metrics()
-
-    def _events(self) -> None:
-        items = self.kube.get(f"/api/v1/namespaces/{NAMESPACE}/events")["items"]
-        for event in sorted(items, key=lambda e: e["metadata"]["creationTimestamp"]):
-            uid, reason = event["metadata"]["uid"], event["reason"]
-            if uid in self.seen or reason not in ("Descheduled", "EvictionFailed"):
-                continue
-            self.seen.add(uid)
-            pod, message = event["involvedObject"]["name"], event["message"]
-            app = pod.split("-")[0]
-            if reason == "Descheduled":
-                found = TOWARDS.search(message)
-                source, target, _plugin = found.groups() if found else ("?", "?", "?")
-                self.evicted.add(pod)
-                self.outcome.evictions.append(
-                    {"pod": pod, "app": app, "from": source, "to": target, "message": message}
-                )
-                self.say(
-                    f"  ⇢ evicted {pod} from {source} (descheduler's pick: {target}) — {message}"
-                )
-            else:
-                self.outcome.refusals.append({"pod": pod, "app": app, "message": message})
-                self.say(f"  ✗ not evicted {pod} — {message}")
-
-    def _pods(self) -> None:
-        pods = _pods(self.kube, NAMESPACE)
-        names = {p["metadata"]["name"] for p in pods}
-        if self.evicted & names:
-            self.gone_at = None  # an evicted pod is still terminating (or another was evicted)
-        elif self.evicted and self.gone_at is None:
-            self.gone_at = time.time()
-            self.say(f"  ⇢ the kubelet on {HOT} stopped the evicted pods; they are gone")
-        for pod in pods:
-            uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
-            if uid in self.initial or uid in self.placed or not _ready(pod):
-                continue
-            self.placed.add(uid)
-            node = pod["spec"]["nodeName"]
-            self.outcome.placements.append({"pod": name, "app": name.split("-")[0], "node": node})
-            self.say(
-                f"  ⇢ kube-scheduler bound {name} (the ReplicaSet controller's replacement) to "
-                f"{node}; its kubelet runs it"
-            )
-
-    def cpu_percent(self, metric: Mapping[str, Any]) -> float | None:
-        usage = ((metric.get("status") or {}).get("nodeMetric") or {}).get("nodeUsage") or {}
-        cpu = usage.get("resources", {}).get("cpu")
-        name = metric["metadata"]["name"]
-        return None if cpu is None else quantity.cpu_millis(cpu) / self.allocatable[name] * 100
-
-    def _metrics(self) -> None:
-        metrics = {m["metadata"]["name"]: m for m in self.kube.get(NODEMETRICS)["items"]}
-        stamps = {
-            n: str((metrics.get(n, {}).get("status") or {}).get("updateTime", "")) for n in NODES
-        }
-        if stamps == self.reports or not all(stamps.values()):
-            return
-        self.reports = stamps
-        percent = {n: self.cpu_percent(metrics[n]) for n in NODES}
-        self.say(
-            "  NodeMetrics: "
-            + ", ".join(
-                f"{n} cpu {p:.1f}%" if p is not None else f"{n} -" for n, p in percent.items()
-            )
-            + f" (updated {', '.join(s[11:19] for s in stamps.values())})"
-        )
-        hot = percent[HOT]
-        if not self.outcome.before and hot is not None and hot > HIGH_CPU:
-            self.outcome.before = {n: p for n, p in percent.items() if p is not None}
-        # n1's first report averaging only time after the evicted pods were gone
-        if (
-            self.gone_at is not None
-            and hot is not None
-            and _parse_time(stamps[HOT]) - WINDOW_SECONDS >= self.gone_at
-            and not self.outcome.after
-        ):
-            self.outcome.after = {n: p for n, p in percent.items() if p is not None}
-            self.outcome.cooled = hot <= HIGH_CPU
-
-    def done(self) -> bool:
-        if not self.outcome.after:
-            return False
-        evicted = {e["app"] for e in self.outcome.evictions}
-        return evicted <= {p["app"] for p in self.outcome.placements}
-
-
 def run(
     kube: rest.Rest,
     plane: controlplane.ControlPlane,
@@ -506,7 +366,7 @@ def run(
     say: Say,
     *,
     timeout: float = 240.0,
-) -> Outcome:
+) -> placementwatch.Outcome:
     """Start the workloads on the hot node (kube-scheduler as it is: the extender would
     rightly refuse to make a node hot), then point kube-scheduler at the extender and
     watch the loop until the hot node cooled (or `timeout`)."""
@@ -517,7 +377,12 @@ def run(
         say(
             f"kube-scheduler restarted with the nodeqos extender at {extender_ip} (filter + prioritize)"
         )
-        watch = _Watch(kube, initial, say)
+        watch = placementwatch.Watch(
+            kube,
+            placementwatch.Scene(NAMESPACE, NODES, HOT, HIGH_CPU, WINDOW_SECONDS),
+            initial,
+            say,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not watch.done():
             watch.poll()
@@ -526,11 +391,11 @@ def run(
         pdb_apps = {w.name for w in WORKLOADS if w.pdb}
         outcome.kept = sorted(
             p["metadata"]["name"]
-            for p in _pods(kube, NAMESPACE)
+            for p in placementwatch.pods(kube, NAMESPACE)
             if p["metadata"]["uid"] in initial
             and p["spec"].get("nodeName") == HOT
             and p["metadata"]["labels"].get("app") in pdb_apps
-            and _ready(p)
+            and placementwatch.ready(p)
         )
         outcome.seconds = round(time.monotonic() - started, 1)
         return outcome

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kube import components, controlplane, localnodes, placementloop, rest
+from kube import components, controlplane, localnodes, placementloop, placementwatch, rest
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "nodeqos.local/nodeqos:dev"  # what hack/node-image.sh tags the archive with
@@ -82,7 +82,7 @@ def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
     return {"mode": "real-nodes", **outcome.to_json(), "workdir": str(workdir)}
 
 
-def summarize(outcome: placementloop.Outcome) -> None:
+def summarize(outcome: placementwatch.Outcome) -> None:
     say("\n── summary " + "─" * 66)
     for node in placementloop.NODES:
         before, after = outcome.before.get(node), outcome.after.get(node)
