@@ -10,11 +10,12 @@ kube-controller-manager. Nothing here plays a Kubernetes part:
    ``--node-usage-source=kubepods`` (the nodes share one /proc, so only each
    node's kubepods cgroup tells them apart), a per-node metric cache dir, the
    descheduler every 10 s with thresholds for two shared cores, the extender's
-   CPU threshold below the descheduler's high mark; NodeMetrics created first
+   CPU threshold where a cool node takes one replacement; NodeMetrics created first
    with a 30 s report of the last 20 s. kube-scheduler is pointed at an extender
    replica's pod IP (no cluster DNS or kube-proxy here) once the workloads run.
-2. `run`: with n2 and n3 cordoned, Deployments `web` (under a PDB, minAvailable
-   1), `batch` and `report` start busy loops on n1; the others are uncordoned.
+2. `run`: with n2 and n3 cordoned, Deployments `web` (idle, under a PDB,
+   minAvailable 1), `batch` and `report` (busy loops) start on n1; the others
+   are uncordoned.
    The agents report n1 hot; the descheduler's LowNodeLoad evicts through the
    Eviction API (the PDB keeps web); the kubelet stops the pods; the ReplicaSet
    controller recreates them; kube-scheduler, asking the extender, binds them to
@@ -22,17 +23,24 @@ kube-controller-manager. Nothing here plays a Kubernetes part:
    were gone shows it cool. `kube.placementwatch` follows it into an `Outcome`;
    `say` narrates it.
 
-Thresholds are percentages of a node's allocatable CPU (the host's two cores,
-shared by the three nodes and whatever else runs on the machine):
+Thresholds are percentages of a node's allocatable CPU (the host's two cores),
+and low: the three nodes share those two cores with everything else on the
+machine, so on a busy machine n1's busy pods get a few hundred millicores, not
+their limits (measured: 340-430m of 1000m asked, 17-21 %).
 
-| workload | requests / limit | runs on |
-|----------|------------------|---------|
-| web      | 300m / 400m (PDB) | n1     |
-| batch    | 250m / 300m      | n1      |
-| report   | 250m / 300m      | n1      |
+| workload | requests / limit | does | runs on |
+|----------|------------------|------|---------|
+| web      | 900m / 1000m (PDB minAvailable 1) | sleeps | n1 |
+| batch    | 200m / 500m      | a busy loop | n1      |
+| report   | 200m / 500m      | a busy loop | n1      |
 
-n1 demands 1000m (50 %; on a loaded machine it gets less, still above the 30 %
-high mark); without batch and report it is about 400m (20 %), below it.
+n1 is hot (above LowNodeLoad's 8 % high mark) from batch and report alone,
+and cool (about 0.5 %) without them. web goes first in LowNodeLoad's order
+(its `pod-deletion-cost` is lower), so it is the PDB that keeps it; its large
+request makes n1 the fullest node by requests, so kube-scheduler's own scores
+agree with the extender's about where the replacements go. The extender refuses
+nodes above 25 %: a cool node takes one replacement (its estimate is 85 % of
+the 500m limit, 21 %), a second goes elsewhere.
 """
 
 from __future__ import annotations
@@ -55,8 +63,8 @@ SYSTEM_NAMESPACE = "nodeqos-system"
 NAMESPACE = "placement"
 NODES = ("n1", "n2", "n3")
 HOT = "n1"
-HIGH_CPU, LOW_CPU = 30, 15  # LowNodeLoad, percent of allocatable
-EXTENDER_CPU = 25  # the extender refuses nodes above this (below HIGH_CPU)
+HIGH_CPU, LOW_CPU = 8, 4  # LowNodeLoad, percent of allocatable
+EXTENDER_CPU = 25  # the extender refuses nodes above this
 PLACEHOLDER = "NODEQOS_IMAGE"
 EXTENDER_PORT = 10262
 BUSYBOX_IMAGE = "nodeqos.local/busybox:1"  # kube.localnodes imports it into every node
@@ -81,14 +89,17 @@ class Workload:
     name: str
     request_millicores: int
     limit_millicores: int
+    busy: bool = True
     pdb: bool = False
 
 
 WORKLOADS = (
-    Workload("web", 300, 400, pdb=True),
-    Workload("batch", 250, 300),
-    Workload("report", 250, 300),
+    Workload("web", 900, 1000, busy=False, pdb=True),
+    Workload("batch", 200, 500),
+    Workload("report", 200, 500),
 )
+# LowNodeLoad tries lower costs first (Koordinator's pod sorter): the PDB's pod goes first.
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 # -- the overlay ---------------------------------------------------------------------
@@ -284,7 +295,7 @@ def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
 
 
 def deployment(workload: Workload) -> dict[str, Any]:
-    """A one-replica Deployment of a busy loop held to the workload's limit."""
+    """A one-replica Deployment: a busy loop held to the workload's limit, or a sleep."""
     resources = {
         "requests": {"cpu": f"{workload.request_millicores}m", "memory": "32Mi"},
         "limits": {"cpu": f"{workload.limit_millicores}m", "memory": "32Mi"},
@@ -297,14 +308,21 @@ def deployment(workload: Workload) -> dict[str, Any]:
             "replicas": 1,
             "selector": {"matchLabels": {"app": workload.name}},
             "template": {
-                "metadata": {"labels": {"app": workload.name}},
+                "metadata": {
+                    "labels": {"app": workload.name},
+                    "annotations": {DELETION_COST: "-1" if workload.pdb else "0"},
+                },
                 "spec": {
                     "containers": [
                         {
                             "name": "main",
                             "image": BUSYBOX_IMAGE,
                             "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", "while :; do :; done"],
+                            "command": [
+                                "sh",
+                                "-c",
+                                "while :; do :; done" if workload.busy else "sleep 100000",
+                            ],
                             "resources": resources,
                         }
                     ],
@@ -353,7 +371,8 @@ def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
         for node in others:
             _cordon(kube, node, False)
     say(
-        f"{HOT} runs {', '.join(w.name for w in WORKLOADS)} (busy loops; PDB web minAvailable=1), "
+        f"{HOT} runs {', '.join(w.name for w in WORKLOADS)} (busy: "
+        f"{', '.join(w.name for w in WORKLOADS if w.busy)}; PDB web minAvailable=1), "
         f"started while {' and '.join(others)} were cordoned; all nodes schedulable now"
     )
     return {p["metadata"]["uid"] for p in pods}

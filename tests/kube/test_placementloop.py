@@ -63,7 +63,7 @@ def test_descheduler_and_extender_configs_load_with_the_scenario_thresholds(
     assert lownodeload.low_thresholds["cpu"] == placementloop.LOW_CPU
     raw = docs["ConfigMap/nodeqos-scheduler-extender-config"]["data"]["loadaware.yaml"]
     decoded = extender_args.decode_args(yaml.safe_load(raw))
-    assert decoded.usage_thresholds["cpu"] == placementloop.EXTENDER_CPU < placementloop.HIGH_CPU
+    assert decoded.usage_thresholds["cpu"] == placementloop.EXTENDER_CPU
 
 
 def test_deploy_files_are_left_as_shipped(tmp_path: Path) -> None:
