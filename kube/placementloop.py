@@ -227,8 +227,7 @@ def installed(
             "metadata": {"name": node},
             "spec": NODEMETRIC_SPEC,
         }
-        with contextlib.suppress(rest.ApiError):
-            kube.delete(f"{NODEMETRICS}/{node}")  # an earlier agent's object, default spec
+        _delete_path(kube, f"{NODEMETRICS}/{node}")  # an earlier agent's, default spec
         kube.create(NODEMETRICS, body)
     plane.install_crds(DEPLOY / "crds")
     docs = manifests(image, state_dir)
@@ -254,8 +253,7 @@ def installed(
                 timeout=120,
             )
         for node in NODES:
-            with contextlib.suppress(rest.ApiError):
-                kube.delete(f"{NODEMETRICS}/{node}")
+            _delete_path(kube, f"{NODEMETRICS}/{node}")
 
 
 def _wait_installed(kube: rest.Rest, say: Say) -> str:
@@ -286,8 +284,13 @@ def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
     group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
     meta = doc["metadata"]
     namespace = meta.get("namespace") if namespaced else None
+    _delete_path(kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace))
+
+
+def _delete_path(kube: rest.Rest, path: str) -> None:
+    """Delete the object at `path`; one already gone is fine."""
     try:
-        kube.delete(rest.object_path(group, version, plural, meta["name"], namespace=namespace))
+        kube.delete(path)
     except rest.ApiError as err:
         if not err.not_found:
             raise
@@ -421,8 +424,7 @@ def run(
         outcome.seconds = round(time.monotonic() - started, 1)
         return outcome
     finally:
-        with contextlib.suppress(rest.ApiError):
-            kube.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        _delete_path(kube, f"/api/v1/namespaces/{NAMESPACE}")
         wait_for(
             lambda: not _exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
             f"namespace {NAMESPACE} to be gone",
