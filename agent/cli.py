@@ -120,6 +120,19 @@ def _agent_params() -> list[click.Parameter]:
             help="The kubelet's cgroupRoot (its --cgroup-root): pods live in <PATH>/kubepods.",
         ),
         click.Option(
+            ["--node-usage-source"],
+            type=click.Choice([source.value for source in config.NodeUsageSource]),
+            default=config.NodeUsageSource.PROC.value,
+            show_default=True,
+            help=(
+                "Where node CPU and memory usage come from: proc (/proc/stat and "
+                "/proc/meminfo, the whole machine) or kubepods (the kubelet's pod cgroup "
+                "<--kubelet-cgroup-root>/kubepods, the node's pods only). Use kubepods when "
+                "several kubelets run on one machine (they share one /proc) or when only "
+                "pod load should count on the node."
+            ),
+        ),
+        click.Option(
             ["--collect-interval"],
             metavar="DURATION",
             default="1s",
@@ -226,6 +239,7 @@ def _run_agent(
     proc_root: Path,
     cgroup_driver: str,
     kubelet_cgroup_root: PurePosixPath,
+    node_usage_source: str,
     collect_interval: float,
     metric_cache_path: Path | None,
     metrics_addr: str,
@@ -265,6 +279,7 @@ def _run_agent(
         proc_root=proc_root,
         cgroup_driver=cgroup_driver,
         kubelet_cgroup_root=kubelet_cgroup_root,
+        node_usage_source=config.NodeUsageSource(node_usage_source),
         collect_interval=collect_interval,
         metric_cache_path=metric_cache_path or config.default_metric_cache_path(),
         metrics_addr=addr,

@@ -8,6 +8,7 @@ the user; the CLI turns it into a usage error (exit status 2).
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import os
 from dataclasses import dataclass, field
@@ -19,6 +20,17 @@ from kube import quantity
 from qosmanager import features as qfeatures
 
 DEFAULT_METRICS_PORT = 9316  # koordlet's default --addr port
+
+
+class NodeUsageSource(enum.Enum):
+    """Where node CPU and memory usage come from (`--node-usage-source`)."""
+
+    # /proc/stat and /proc/meminfo: the whole machine (koordlet's measure).
+    PROC = "proc"
+    # The kubelet's kubepods cgroup (under --kubelet-cgroup-root): the node's pods
+    # only. For several kubelets on one machine, which share one /proc, or a node
+    # where only pod load should count.
+    KUBEPODS = "kubepods"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +121,7 @@ class AgentConfig:
     cgroup_driver: str = "auto"  # auto | systemd | cgroupfs
     # The kubelet's cgroupRoot, relative to each hierarchy ("" for the default "/").
     kubelet_cgroup_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT
+    node_usage_source: NodeUsageSource = NodeUsageSource.PROC
     collect_interval: float = 1.0
     metric_cache_path: Path
     metrics_addr: ListenAddress | None = ListenAddress("", DEFAULT_METRICS_PORT)

@@ -26,7 +26,7 @@ import cgroups
 from agent import collectors, discovery, features, health, nodemetric, telemetry
 from agent import kinds as agent_kinds
 from agent.collection import Collection
-from agent.config import AgentConfig
+from agent.config import AgentConfig, NodeUsageSource
 from agent.schedule import Clock, SystemClock, Ticker
 from agent.server import MetricsServer
 from kube import slo
@@ -68,6 +68,21 @@ def open_cgroups(
     )
 
 
+def check_kubepods_readable(fs: cgroups.CgroupFS) -> None:
+    """`--node-usage-source=kubepods` needs the kubelet's pod cgroup; say which flag to fix."""
+    kubepods = fs.kubepods_root()
+    try:
+        cgroups.read_cpu_usage(fs, kubepods)
+        cgroups.read_memory_stat(fs, kubepods)
+    except cgroups.CgroupError as err:
+        raise ConfigError(
+            "--node-usage-source",
+            f"kubepods: cannot read the kubelet's pod cgroup {kubepods} ({err}); set "
+            "--kubelet-cgroup-root to the kubelet's cgroupRoot, or use "
+            "--node-usage-source=proc",
+        ) from err
+
+
 @dataclass(frozen=True, slots=True)
 class Agent:
     """The assembled parts, for `run` and for benchmarks that drive rounds themselves."""
@@ -106,6 +121,9 @@ def assemble(
         fs = open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
     if not (config.proc_root / "stat").is_file():
         raise ConfigError("--proc-root", f"{config.proc_root} has no stat file; is it a procfs?")
+    node_from_pods = config.node_usage_source is NodeUsageSource.KUBEPODS
+    if node_from_pods:
+        check_kubepods_readable(fs)
     procfs = cgroups.ProcFS(config.proc_root)
     if readiness is None:
         readiness = health.Readiness()
@@ -135,13 +153,15 @@ def assemble(
         metrics.errors,
         reader,
         pod_psi=config.feature_gates.enabled(features.PSI_COLLECTOR),
+        node_from_pods=node_from_pods,
     )
     collection = Collection(found, cache, clock, metrics, readiness)
     log.info(
-        "cgroup %s (%s driver) at %s; collecting every %gs into %s",
+        "cgroup %s (%s driver) at %s; node usage from %s; collecting every %gs into %s",
         fs.version.value,
         fs.driver.value,
         fs.root,
+        f"the {fs.kubepods_root()} cgroup" if node_from_pods else config.proc_root,
         config.collect_interval,
         config.metric_cache_path,
     )

@@ -27,7 +27,15 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 def run_demo(tmp_path: Path, *args: str, timeout: float = 420) -> tuple[int, dict[str, Any], str]:
     summary_file = tmp_path / "summary.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "hack" / "demo"), "--summary-json", str(summary_file), *args],
+        [
+            sys.executable,
+            str(REPO / "hack" / "demo"),
+            "--nodes",
+            "processes",  # the real-node mode is tests/test_demo_mode.py's and tests/e2e's
+            "--summary-json",
+            str(summary_file),
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=timeout,

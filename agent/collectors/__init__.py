@@ -17,7 +17,7 @@ from agent import discovery
 from agent.collectors.base import Collector, CounterRates, ErrorSink, Reason, Round, rate, reason_of
 from agent.collectors.besteffort import BestEffortCollector
 from agent.collectors.filereader import FileReader
-from agent.collectors.node import NodeCollector, NodePSICollector
+from agent.collectors.node import NodeCollector, NodePSICollector, PodsNodeCollector
 from agent.collectors.pods import PodCollector
 from agent.collectors.system import HostApp, HostAppCollector, SystemCollector, system_usage
 
@@ -32,6 +32,7 @@ __all__ = [
     "NodeCollector",
     "NodePSICollector",
     "PodCollector",
+    "PodsNodeCollector",
     "Reason",
     "Round",
     "SystemCollector",
@@ -51,10 +52,15 @@ def build_collectors(
     *,
     host_apps: Sequence[HostApp] = (),
     pod_psi: bool = False,
+    node_from_pods: bool = False,
 ) -> list[Collector]:
-    """Every collector, in the order a round must run them."""
+    """Every collector, in the order a round must run them; `node_from_pods` measures
+    the node as its kubepods cgroup instead of /proc."""
+    node: Collector = (
+        PodsNodeCollector(fs, errors) if node_from_pods else NodeCollector(procfs, errors)
+    )
     return [
-        NodeCollector(procfs, errors),
+        node,
         PodCollector(fs, source, errors, reader, psi=pod_psi),
         BestEffortCollector(fs, errors),
         HostAppCollector(fs, host_apps, errors),

@@ -1,10 +1,15 @@
-"""Node-level collectors: CPU and memory from /proc, pressure stall information.
+"""Node-level collectors: CPU and memory from /proc or the kubepods cgroup, PSI.
 
 Semantics are DESIGN.md's: node CPU is the busy ticks of the aggregate /proc/stat
 line (user+nice+system+irq+softirq) over wall time, in cores; node memory is
-MemTotal - MemAvailable. PSI comes from /proc/pressure/{cpu,memory,io} (the
-whole machine; cgroup v1 hosts have it too when the kernel has CONFIG_PSI);
-a kernel without PSI is not an error, the collector just has nothing to say.
+MemTotal - MemAvailable. With `--node-usage-source=kubepods` the node is what
+the kubelet's pod cgroup (`<kubelet cgroup root>/kubepods`) uses instead: its
+CPU usage counter over wall time and its working set without page cache, the
+same measures as a pod's, so only the node's pods count (several kubelets on
+one machine each see their own pods; see `PodsNodeCollector`). PSI comes from
+/proc/pressure/{cpu,memory,io} (the whole machine; cgroup v1 hosts have it too
+when the kernel has CONFIG_PSI); a kernel without PSI is not an error, the
+collector just has nothing to say.
 """
 
 from __future__ import annotations
@@ -49,6 +54,47 @@ class NodeCollector:
         self._rates.end_round()
         try:
             used = self._procfs.read_meminfo().used_bytes
+        except cgroups.CgroupError as err:
+            self._errors(self.name, reason_of(err))
+        else:
+            rnd.node_memory_bytes = used
+            rnd.samples.append(Sample(kinds.NODE_MEMORY_USAGE, _NO_LABELS, rnd.time, used))
+
+
+class PodsNodeCollector:
+    """Node CPU and memory as the kubelet's kubepods cgroup subtree uses them.
+
+    The kubepods cgroup holds every pod of the node, whatever its QoS class:
+    v1 `cpuacct.usage` and v2 `cpu.stat` usage_usec count the whole subtree,
+    v1 `memory.stat` total_* and v2 `memory.stat` are hierarchical too
+    (kernel Documentation/admin-guide/cgroup-v1/memory.rst 5.2, cgroup-v2.rst).
+    """
+
+    __slots__ = ("_dir", "_errors", "_fs", "_rates")
+
+    name = "node"
+
+    def __init__(self, fs: cgroups.CgroupFS, errors: ErrorSink) -> None:
+        self._fs = fs
+        self._dir = fs.kubepods_root()
+        self._errors = errors
+        self._rates = CounterRates()
+
+    def collect(self, rnd: Round) -> None:
+        """Append node CPU (from the second round on) and node memory of kubepods."""
+        try:
+            usage_ns = cgroups.read_cpu_usage(self._fs, self._dir).usage_ns
+        except cgroups.CgroupError as err:
+            self._errors(self.name, reason_of(err))
+        else:
+            ns_per_second = self._rates.update("kubepods", usage_ns, rnd.monotonic)
+            if ns_per_second is not None:
+                cores = ns_per_second / 1e9
+                rnd.node_cpu_cores = cores
+                rnd.samples.append(Sample(kinds.NODE_CPU_USAGE, _NO_LABELS, rnd.time, cores))
+        self._rates.end_round()
+        try:
+            used = cgroups.read_memory_stat(self._fs, self._dir).working_set_without_cache
         except cgroups.CgroupError as err:
             self._errors(self.name, reason_of(err))
         else:

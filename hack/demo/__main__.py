@@ -1,5 +1,13 @@
 """The nodeqos demo: measured usage drives eviction and placement, end to end. Run: `make demo`.
 
+It runs on real nodes when this machine can run them (realnodes.py: root, the
+kubelet and containerd of hack/node-setup.sh, the image of hack/node-image.sh):
+three real kubelets run the pods and the demo plays no part of Kubernetes; the
+scenario is kube.placementloop's, the one the e2e test runs. Otherwise it falls
+back to process-based nodes, described below, and says why. `--nodes` chooses.
+
+Process-based nodes:
+
 1. A real local control plane: etcd, kube-apiserver, kube-controller-manager
    (deployment, replicaset, daemonset, disruption, garbage-collector
    controllers) and kube-scheduler, configured with the nodeqos scheduler
@@ -38,13 +46,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import realnodes
 import scenario
 import view
 import workload
 import yaml
 
 from extender import local
-from kube import controlplane, localcluster, quantity, rest
+from kube import controlplane, localcluster, localnodes, quantity, rest
 
 REPO = Path(__file__).resolve().parents[2]
 HIGH, LOW = 45.0, 30.0
@@ -559,6 +568,31 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+class ModeError(ValueError):
+    """The nodes asked for cannot run here; the message says why."""
+
+
+def choose_mode(
+    requested: str, scheduler: str, probe: Any = realnodes.probe
+) -> tuple[realnodes.Setup | None, str]:
+    """(the real-node setup, or None for process-based nodes; the line saying which and why)."""
+    if requested == "processes":
+        return None, "mode: process-based nodes (asked for with --nodes processes)"
+    if scheduler != "nodeqos":
+        if requested == "real":
+            raise ModeError("--scheduler default is shown on process-based nodes only")
+        return None, "mode: process-based nodes (--scheduler default is shown on them only)"
+    found = probe()
+    if isinstance(found, str):
+        if requested == "real":
+            raise ModeError(f"--nodes real: {found}")
+        return None, f"mode: process-based nodes, the demo playing the kubelet, because {found}"
+    return found, (
+        "mode: real nodes (kubelet + containerd per node, from hack/node-setup.sh; the nodeqos "
+        "image from hack/node-image.sh): the demo plays no part of Kubernetes"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -578,11 +612,30 @@ def main(argv: list[str] | None = None) -> int:
         help="after n1 cools, watch this many seconds more (it must stay cool)",
     )
     parser.add_argument(
+        "--nodes",
+        choices=("auto", "real", "processes"),
+        default="auto",
+        help="real kubelets when the machine can run them (auto), always (real), or "
+        "process-based nodes where the demo plays the kubelet (processes)",
+    )
+    parser.add_argument(
+        "--explain-mode",
+        action="store_true",
+        help="print which nodes the demo would run on, and why, then exit",
+    )
+    parser.add_argument(
         "--keep-logs",
         action="store_true",
         help="keep the work directory (every process's log) and print where it is",
     )
     args = parser.parse_args(argv)
+    try:
+        setup, mode_line = choose_mode(args.nodes, args.scheduler)
+    except ModeError as err:
+        parser.error(str(err))
+    print(mode_line, flush=True)
+    if args.explain_mode:
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-demo-"))
     try:
@@ -591,13 +644,17 @@ def main(argv: list[str] | None = None) -> int:
                 stack.callback(lambda: print(f"logs kept in {workdir}"))
             else:
                 stack.callback(lambda: __import__("shutil").rmtree(workdir, ignore_errors=True))
-            summary = Demo(
-                workdir, timeout=args.timeout, scheduler=args.scheduler, settle=args.settle
-            ).run(stack)
+            if setup is not None:
+                summary = realnodes.run(setup, workdir, timeout=max(args.timeout, 240.0))
+                summary["stayed_cool"] = summary["cooled"]
+            else:
+                summary = Demo(
+                    workdir, timeout=args.timeout, scheduler=args.scheduler, settle=args.settle
+                ).run(stack)
     except KeyboardInterrupt:
         print("\ninterrupted: everything stopped and removed", file=sys.stderr)
         return 130
-    except (controlplane.ControlPlaneError, TimeoutError) as err:
+    except (controlplane.ControlPlaneError, localnodes.NodeError, TimeoutError) as err:
         print(f"demo: {err}", file=sys.stderr)
         return 1
     if args.summary_json:

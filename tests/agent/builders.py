@@ -131,9 +131,11 @@ def make_host(
     total_kb: int = 16 * 1024 * 1024,
     available_kb: int = 12 * 1024 * 1024,
     gates: str = "",
+    node_usage: config.NodeUsageSource = config.NodeUsageSource.PROC,
     **tree_options: Any,
 ) -> FakeHost:
-    """A fake host with `pods`, /proc/stat and /proc/meminfo, and the agent over it."""
+    """A fake host with `pods`, /proc/stat and /proc/meminfo, and the agent over it
+    (measuring the node as `node_usage` says)."""
     tree = write_pod_tree(tmp_path / "cgroup", version, driver, pods, **tree_options)
     proc_root = tmp_path / "proc"
     ticks = ProcTicks()
@@ -146,6 +148,7 @@ def make_host(
         metric_cache_path=tmp_path / "state" / "metriccache.db",
         metrics_addr=None,
         feature_gates=features.parse(gates),
+        node_usage_source=node_usage,
         standalone=True,
     )
     clock = FakeClock()

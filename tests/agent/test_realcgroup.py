@@ -182,3 +182,38 @@ def test_kept_open_cgroup_file_rereads_and_reports_removal() -> None:
         reader.close()
         if directory.exists():
             directory.rmdir()
+
+
+def test_node_usage_from_kubepods_is_the_pods_only(
+    tmp_path: Path, real_tree: RealTree, busy_process: busyprocess.BusyProcess
+) -> None:
+    """With --node-usage-source=kubepods the node is the real kubepods subtree (the kernel's
+    hierarchical cpuacct and total_* memory counters): the one busy pod, within 10%, and its
+    ballast - not the whole machine, whose other processes run too."""
+    cfg = config.AgentConfig(
+        node_name="real",
+        cgroup_root=real_tree.fake_root,
+        proc_root=PROC_ROOT,
+        metric_cache_path=tmp_path / "state" / "metriccache.db",
+        metrics_addr=None,
+        node_usage_source=config.NodeUsageSource.KUBEPODS,
+        standalone=True,
+    )
+    clock = SystemClock()
+    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    try:
+        cpu_before, wall_before = _process_cpu_seconds(busy_process.pid), time.monotonic()
+        agent.collection.run_round()
+        time.sleep(2.0)
+        agent.collection.run_round()
+        cpu_after, wall_after = _process_cpu_seconds(busy_process.pid), time.monotonic()
+        expected = (cpu_after - cpu_before) / (wall_after - wall_before)
+        now = clock.time()
+        node_cpu = agent.cache.aggregate(kinds.NODE_CPU_USAGE, {}, now - 5, now)
+        node_memory = agent.cache.aggregate(kinds.NODE_MEMORY_USAGE, {}, now - 5, now)
+    finally:
+        agent.close()
+    assert node_cpu is not None and node_memory is not None
+    assert expected > 0.2, f"the busy process barely ran ({expected:.2f} cores)"
+    assert node_cpu.last == pytest.approx(expected, rel=0.10)
+    assert BALLAST_MIB << 20 <= node_memory.last < 4 * (BALLAST_MIB << 20)
