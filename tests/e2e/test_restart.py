@@ -331,12 +331,18 @@ def test_killed_descheduler_leader_hands_the_lease_over(
         namespace=shipped.resource_namespace,
     )
 
-    def replicas() -> dict[str, dict[str, Any]]:
-        return {
-            p["metadata"]["name"]: p
+    def replicas() -> dict[str, dict[str, Any]] | None:
+        """The Deployment's pods by name once there are two, both Ready: none of
+        them not yet Ready, failed, or on its way out (each may still campaign)."""
+        live = [
+            p
             for p in kube.get(PODS, labelSelector=DESCHEDULERS)["items"]
-            if ready(p)
-        }
+            if p["metadata"].get("deletionTimestamp") is None
+            and p["status"].get("phase") not in ("Succeeded", "Failed")
+        ]
+        if len(live) != 2 or not all(ready(p) for p in live):
+            return None
+        return {p["metadata"]["name"]: p for p in live}
 
     def holder() -> str:
         try:
@@ -349,7 +355,7 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     def settled() -> tuple[dict[str, dict[str, Any]], str] | None:
         found, leader = replicas(), holder()
         # The identity is <hostname>_<pid>_<random>, and a pod's hostname is its name.
-        return (found, leader) if len(found) == 2 and leader.split("_")[0] in found else None
+        return (found, leader) if found and leader.split("_")[0] in found else None
 
     before, old_holder = wait_or_describe(
         kube, settled, "two Ready replicas, one holding the Lease"
@@ -371,11 +377,12 @@ def test_killed_descheduler_leader_hands_the_lease_over(
             raise AssertionError(f"{err}\n{_history(records)}\n{describe(kube)}") from None
         moved = time.monotonic() - deleted_at
         assert new_holder.split("_")[0] == survivor, (
-            f"the Lease went to {new_holder}, not to {survivor}\n{_history(records)}"
+            f"the Lease went to {new_holder}, not to {survivor}\n{_history(records)}\n"
+            f"{describe(kube)}"
         )
         after = wait_or_describe(
             kube,
-            lambda: len(found := replicas()) == 2 and set(found) != set(before) and found,
+            lambda: (found := replicas()) and set(found) != set(before) and found,
             "the Deployment's replacement replica Ready",
         )
         (replacement,) = set(after) - set(before)
