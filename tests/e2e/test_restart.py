@@ -30,7 +30,7 @@ from descheduler import config, plugins
 from kube import quantity, rest, slo
 from tests.e2e import pods, test_deploy
 from tests.e2e.conftest import RealCluster
-from tests.e2e.test_deploy import NAMESPACE, ready, wait_or_describe
+from tests.e2e.test_deploy import NAMESPACE, describe, ready, wait_or_describe
 
 # deploy/ applied once for this module, exactly as test_deploy applies it; the
 # manifests only, not the chart too: tests/deploy/test_chart.py holds the chart
@@ -300,6 +300,15 @@ def handovers(records: list[LeaseRecord]) -> list[Handover]:
     return found
 
 
+def _history(records: list[LeaseRecord]) -> str:
+    """The Lease's states as watched, one a line, for a failure message."""
+    return "\n".join(
+        f"holder={r.holder or '-'} renewed={r.renewed} acquired={r.acquired} "
+        f"duration={r.duration} transitions={r.transitions}"
+        for r in records
+    )
+
+
 def _leader_gauge(pod: dict[str, Any]) -> float | None:
     return _scrape(
         f"http://{pod['status']['podIP']}:{DESCHEDULER_PORT}/metrics", "nodeqos_descheduler_leader"
@@ -328,12 +337,18 @@ def test_killed_descheduler_leader_hands_the_lease_over(
         namespace=shipped.resource_namespace,
     )
 
-    def replicas() -> dict[str, dict[str, Any]]:
-        return {
-            p["metadata"]["name"]: p
+    def replicas() -> dict[str, dict[str, Any]] | None:
+        """The Deployment's pods by name once there are two, both Ready: none of
+        them not yet Ready, failed, or on its way out (each may still campaign)."""
+        live = [
+            p
             for p in kube.get(PODS, labelSelector=DESCHEDULERS)["items"]
-            if ready(p)
-        }
+            if p["metadata"].get("deletionTimestamp") is None
+            and p["status"].get("phase") not in ("Succeeded", "Failed")
+        ]
+        if len(live) != 2 or not all(ready(p) for p in live):
+            return None
+        return {p["metadata"]["name"]: p for p in live}
 
     def holder() -> str:
         try:
@@ -346,7 +361,7 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     def settled() -> tuple[dict[str, dict[str, Any]], str] | None:
         found, leader = replicas(), holder()
         # The identity is <hostname>_<pid>_<random>, and a pod's hostname is its name.
-        return (found, leader) if len(found) == 2 and leader.split("_")[0] in found else None
+        return (found, leader) if found and leader.split("_")[0] in found else None
 
     before, old_holder = wait_or_describe(
         kube, settled, "two Ready replicas, one holding the Lease"
@@ -357,16 +372,23 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     with watching(kube, lease_path) as records:
         kube.delete(f"{PODS}/{old_pod}")
         deleted_at = time.monotonic()
-        new_holder = pods.wait_for(
-            lambda: (h := holder()).split("_")[0] == survivor and h,
-            f"{survivor} to take the Lease",
-            timeout=bound + 30,
-            interval=0.2,
-        )
+        try:
+            new_holder = pods.wait_for(
+                lambda: (h := holder()) not in ("", old_holder) and h,
+                "another replica to take the Lease",
+                timeout=bound + 30,
+                interval=0.2,
+            )
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{_history(records)}\n{describe(kube)}") from None
         moved = time.monotonic() - deleted_at
+        assert new_holder.split("_")[0] == survivor, (
+            f"the Lease went to {new_holder}, not to {survivor}\n{_history(records)}\n"
+            f"{describe(kube)}"
+        )
         after = wait_or_describe(
             kube,
-            lambda: len(found := replicas()) == 2 and set(found) != set(before) and found,
+            lambda: (found := replicas()) and set(found) != set(before) and found,
             "the Deployment's replacement replica Ready",
         )
         (replacement,) = set(after) - set(before)
@@ -386,7 +408,8 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     # the survivor, and only after the old holder released it (an empty holder)
     # or its lease ran out unrenewed.
     changes = handovers(records)
-    assert [(h.last.holder, h.first.holder) for h in changes] == [(old_holder, new_holder)], records
+    history = _history(records)
+    assert [(h.last.holder, h.first.holder) for h in changes] == [(old_holder, new_holder)], history
     (handover,) = changes
-    assert handover.safe, handover
-    assert handover.first.transitions == handover.last.transitions + 1, handover
+    assert handover.safe, history
+    assert handover.first.transitions == handover.last.transitions + 1, history
