@@ -122,12 +122,14 @@ def samples_lost(kill: Kill, cache: Path, collect_interval: float) -> dict[str, 
     first; the agent was collecting all along between `last_stored` and the kill,
     so the rounds in that span are the samples lost.
     """
+    record: dict[str, Any] = asdict(kill)
+    if not cache.exists():  # opening would start an empty one
+        return {**record, "samples": None, "why": f"{cache} is gone"}
     with MetricCache.open(
         cache, kinds=agent_kinds.registry(), clock=time.time, flush_interval=None
     ) as stored:
         before = stored.aggregate(kinds.NODE_CPU_USAGE, {}, kill.at - 120, kill.at)
         after = stored.aggregate(kinds.NODE_CPU_USAGE, {}, kill.at, kill.at + 120)
-    record: dict[str, Any] = asdict(kill)
     if before is None:
         return {**record, "samples": None, "why": "no sample stored in the 120 s before the kill"}
     lost_seconds = kill.at - before.last_time
