@@ -25,10 +25,11 @@ two collection rounds later CPU rates exist); then every
 `RETRY_CAP` s, well below the report interval), so the first report after
 an outage goes out within seconds of the server's return. Other refusals
 (403, 422) are bugs or RBAC problems that retrying fast will not fix: they wait
-a whole interval - except the first `FORBIDDEN_RETRIES` 403s in a row, retried
-on the same backoff: a kube-apiserver that has just restarted answers 403 to
-every service account until its RBAC caches are synced (the chaos soak sees it
-after each restart), and one of those must not cost a whole interval.
+a whole interval - except for the first `FORBIDDEN_GRACE` seconds of a run of
+403s, retried on a fresh backoff: a kube-apiserver that has just restarted
+answers 403 to every service account until its RBAC caches are synced (the
+chaos soak sees it after each restart, longer on a loaded machine), and that
+must not cost a whole interval.
 
 Telemetry: `nodeqos_agent_nodemetric_reports_total{result}` (success,
 conflict, unavailable, error), `nodeqos_agent_nodemetric_last_success_timestamp_seconds`,
@@ -62,7 +63,7 @@ FIRST_REPORT_DELAY = 5.0
 RETRY_INITIAL = 1.0
 RETRY_CAP = 8.0
 CONFLICT_RETRIES = 3
-FORBIDDEN_RETRIES = 3
+FORBIDDEN_GRACE = 30.0  # seconds of 403s retried on the backoff
 # At most one request a second on average, a few at once (one report needs
 # one PUT, two when the object must be created, up to eight on conflicts).
 LIMIT_QPS = 1.0
@@ -193,7 +194,7 @@ class Reporter:
         self._interval = report_interval(None)
         self._published = False
         self._failures = 0  # consecutive failed reports
-        self._forbidden = 0  # consecutive 403s
+        self._forbidden_since: float | None = None  # monotonic start of a run of 403s
         self._bad_spec: str | None = None  # resourceVersion of a spec already warned about
 
     # -- one report ----------------------------------------------------------------
@@ -295,9 +296,15 @@ class Reporter:
     def _next_delay(self, outcome: Outcome, started: float) -> float:
         if outcome.result in (Result.UNAVAILABLE, Result.CONFLICT):
             return self._backoff.delay()
-        self._forbidden = self._forbidden + 1 if outcome.status == 403 else 0
-        if 0 < self._forbidden <= FORBIDDEN_RETRIES:  # a restarted server, maybe
-            return self._backoff.delay()
+        if outcome.status == 403:  # a restarted server, maybe
+            now = self._clock.monotonic()
+            if self._forbidden_since is None:
+                self._forbidden_since = now
+                self._backoff.reset()
+            if now - self._forbidden_since < FORBIDDEN_GRACE:
+                return self._backoff.delay()
+        else:
+            self._forbidden_since = None
         self._backoff.reset()
         return max(0.0, started + outcome.interval - self._clock.monotonic())
 

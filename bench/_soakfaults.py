@@ -155,12 +155,19 @@ class Faults:
             r.pending_republish = {n: back for n in sc.NODES if n not in r.stopped}
         r.note(f"{fault.kind} back")
 
+    def _take_down(self, node: str) -> None:
+        """Mark `node`'s agent as down on purpose (under the record's lock): an awaited
+        republish after an outage is void, we are the reason it will not come."""
+        self.r.stopped.add(node)
+        if self.r.pending_republish.pop(node, None) is not None:
+            self.r.note(f"republish of {node} after the outage not measured: agent taken down")
+
     def kill_agent(self, fault: Fault) -> None:
         """kill -9 of a running agent, inside a metric-cache flush (bench._flushkill)."""
         c, r = self.c, self.r
         with r.lock:
             node = self.rng.choice([n for n in sc.NODES if n not in r.stopped])
-            r.stopped.add(node)
+            self._take_down(node)
         daemon = c.daemons[f"agent-{node}"]
         try:
             kill = _flushkill.kill_in_flush(daemon, node, c.cache_path(node), sc.FLUSH_INTERVAL)
@@ -230,7 +237,7 @@ class Faults:
         while True:  # not while the other lane has n1's agent killed
             with r.lock:
                 if "n1" not in r.stopped or time.monotonic() > deadline:
-                    r.stopped.add("n1")
+                    self._take_down("n1")
                     break
             time.sleep(0.5)
         try:

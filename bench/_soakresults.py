@@ -82,6 +82,20 @@ def load_average(record: Record) -> dict[str, Any]:
     }
 
 
+def slow_republish_logs(record: Record, cluster: sc.SoakCluster) -> dict[str, list[str]]:
+    """For an agent that missed the republish target, what its reporter logged."""
+    slow = {
+        r["node"]
+        for r in record.republish
+        if r["seconds"] is None or r["seconds"] > sc.REPORT_INTERVAL
+    }
+    logs = {}
+    for node in sorted(slow):
+        text = cluster.daemons[f"agent-{node}"].log_path.read_text(errors="replace")
+        logs[node] = [line[:300] for line in text.splitlines() if "agent.reporter" in line]
+    return logs
+
+
 def _within(value: float | None, limit: float) -> bool:
     return value is not None and value <= limit
 
@@ -155,6 +169,7 @@ def evaluate(record: Record, cluster: sc.SoakCluster, duration: float, seed: int
             "faults_done": record.faults_done,
             "faults_not_reached": record.missed_faults,
             "crashes": {n: d.crashes for n, d in cluster.daemons.items() if d.crashes},
+            "slow_republish_logs": slow_republish_logs(record, cluster),
         },
         "log": record.log,
     }

@@ -110,8 +110,12 @@ class Monitor:
                 if back is None or not stamp:
                     continue
                 updated = datetime.fromisoformat(stamp).timestamp()
-                if updated >= int(back):  # updateTime has whole seconds
-                    self.r.republish.append({"node": node, "seconds": round(updated - back, 1)})
+                if updated >= int(back):
+                    # updateTime has whole seconds, and is stamped when the report is
+                    # built: a report built just before an etcd outage ended can be
+                    # written just after. Either way it was published again at once.
+                    seconds = max(0.0, round(updated - back, 1))
+                    self.r.republish.append({"node": node, "seconds": seconds})
                     del self.r.pending_republish[node]
 
     def run(self, duration: float, queue: list[Fault]) -> None:
@@ -154,6 +158,7 @@ class Monitor:
             for node, back in r.pending_republish.items():
                 if time.time() - back > sc.REPORT_INTERVAL:
                     r.republish.append({"node": node, "seconds": None})
+                    r.note(f"{node} never published again after the outage")
             for runner in runners.values():
                 if runner.is_alive():
                     r.note(f"{runner.name} still running at the end")
