@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import _soakfaults, soak
+from bench import _soakcluster, _soakfaults, soak
 
 pytestmark = [pytest.mark.slow, pytest.mark.controlplane]
 
@@ -22,5 +22,7 @@ def test_a_short_soak_meets_every_target() -> None:
     # replaced, the agents came back after both outages, a kill -9 was measured.
     assert numbers["evictions_total"] > 0, details
     assert details["leader_regain_seconds"], details
-    assert len(details["republish_after_outage"]) >= 4, details
-    assert [kill["samples"] is not None for kill in details["agent_kills"]] == [True], details
+    assert len(details["republish_after_outage"]) >= 3, details
+    # One kill, inside a flush: it cost that flush's batch (fewer would mean it missed).
+    batch = round(_soakcluster.FLUSH_INTERVAL / _soakcluster.COLLECT_INTERVAL)
+    assert [kill["samples"] >= batch - 1 for kill in details["agent_kills"]] == [True], details
