@@ -10,7 +10,9 @@ playing a slow disk:
    database's write lock from a connection of our own (`BEGIN IMMEDIATE`);
 2. the agent's next flush takes its samples out of memory and blocks on that
    lock in SQLite's busy handler, which sleeps between attempts: the flusher
-   thread shows up in `/proc/<pid>/task/*/wchan` sleeping in a nanosleep;
+   thread shows up in `/proc/<pid>/task/*/wchan` sleeping in a nanosleep (the
+   agent's own loops wait on events, and a thread already asleep when the lock
+   was taken is not counted);
 3. SIGKILL the agent right then, and roll our transaction back.
 
 The batch in flight is lost, as is any round collected while the flush ran.
@@ -117,10 +119,11 @@ def kill_in_flush(daemon: Daemon, node: str, cache: Path, flush_interval: float)
 def samples_lost(kill: Kill, cache: Path, collect_interval: float) -> dict[str, Any]:
     """What `kill` cost, read back from the agent's file (after the soak).
 
-    The node CPU series has one sample per collection round. `last_stored` is the
-    last one on disk from before the kill, `first_after` the restarted agent's
-    first; the agent was collecting all along between `last_stored` and the kill,
-    so the rounds in that span are the samples lost.
+    The node CPU series has one sample per collection round. The agent was
+    collecting all along between the last one on disk from before the kill and
+    the kill, so the rounds in that span (`last_stored_before_seconds`) are the
+    samples lost; `first_stored_after_seconds` is when the restarted agent's
+    first sample came.
     """
     record: dict[str, Any] = asdict(kill)
     if not cache.exists():  # opening would start an empty one
