@@ -25,7 +25,11 @@ two collection rounds later CPU rates exist); then every
 `RETRY_CAP` s, well below the report interval), so the first report after
 an outage goes out within seconds of the server's return. Other refusals
 (403, 422) are bugs or RBAC problems that retrying fast will not fix: they wait
-a whole interval.
+a whole interval - except for the first `FORBIDDEN_GRACE` seconds of a run of
+403s, retried on a fresh backoff: a kube-apiserver that has just restarted
+answers 403 to every service account until its RBAC caches are synced (the
+chaos soak sees it after each restart, longer on a loaded machine), and that
+must not cost a whole interval.
 
 Telemetry: `nodeqos_agent_nodemetric_reports_total{result}` (success,
 conflict, unavailable, error), `nodeqos_agent_nodemetric_last_success_timestamp_seconds`,
@@ -59,6 +63,7 @@ FIRST_REPORT_DELAY = 5.0
 RETRY_INITIAL = 1.0
 RETRY_CAP = 8.0
 CONFLICT_RETRIES = 3
+FORBIDDEN_GRACE = 30.0  # seconds of 403s retried on the backoff
 # At most one request a second on average, a few at once (one report needs
 # one PUT, two when the object must be created, up to eight on conflicts).
 LIMIT_QPS = 1.0
@@ -83,6 +88,7 @@ class Outcome:
     result: Result
     interval: float
     detail: str
+    status: int | None = None  # the HTTP status of a refusal
 
 
 class NodeMetricAPI(Protocol):
@@ -188,6 +194,7 @@ class Reporter:
         self._interval = report_interval(None)
         self._published = False
         self._failures = 0  # consecutive failed reports
+        self._forbidden_since: float | None = None  # monotonic start of a run of 403s
         self._bad_spec: str | None = None  # resourceVersion of a spec already warned about
 
     # -- one report ----------------------------------------------------------------
@@ -206,7 +213,7 @@ class Reporter:
             if err.status >= 500 or err.too_many_requests:
                 return Outcome(Result.UNAVAILABLE, self._interval, str(err))
             result = Result.CONFLICT if err.conflict else Result.ERROR
-            return Outcome(result, self._interval, str(err))
+            return Outcome(result, self._interval, str(err), err.status)
         return Outcome(Result.SUCCESS, self._interval, "")
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
@@ -289,6 +296,15 @@ class Reporter:
     def _next_delay(self, outcome: Outcome, started: float) -> float:
         if outcome.result in (Result.UNAVAILABLE, Result.CONFLICT):
             return self._backoff.delay()
+        if outcome.status == 403:  # a restarted server, maybe
+            now = self._clock.monotonic()
+            if self._forbidden_since is None:
+                self._forbidden_since = now
+                self._backoff.reset()
+            if now - self._forbidden_since < FORBIDDEN_GRACE:
+                return self._backoff.delay()
+        else:
+            self._forbidden_since = None
         self._backoff.reset()
         return max(0.0, started + outcome.interval - self._clock.monotonic())
 

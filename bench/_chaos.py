@@ -122,7 +122,7 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.cwd,
-                preexec_fn=controlplane._die_with_parent,
+                preexec_fn=controlplane.die_with_parent,
             )
         self.started_at = time.monotonic()
         self.rss = []

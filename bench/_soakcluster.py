@@ -227,7 +227,9 @@ class SoakCluster:
             )  # fmt: skip
 
     def cache_path(self, node: str) -> Path:
-        return self.workdir / node / "metriccache.db"
+        """The agent's metric cache file; outside the node's tree, which `close` removes
+        before the soak reads the file back."""
+        return self.workdir / "metriccache" / f"{node}.db"
 
     def _daemon(self, name: str, argv: list[str]) -> None:
         daemon = Daemon(name, argv, self.workdir, cwd=REPO)

@@ -24,7 +24,9 @@ two labels, never flushed) is about 320 MiB. The benchmark node (250 pods,
 
 Persistence: see `metriccache.store`. A background thread (daemon, stopped
 by `close`) flushes new samples every `flush_interval` seconds, so a kill -9
-loses at most that much. Expired samples are pruned from memory (and, at the
+loses at most the samples of one flush interval: those appended since the last
+committed flush took its batch, including any appended while the flush the kill
+interrupts is being written (the chaos soak kills agents there on purpose). Expired samples are pruned from memory (and, at the
 next flush, from disk) every `prune_interval` seconds of the injected clock,
 by `append` or the flusher, whichever comes first. Opening rebuilds the
 in-memory series from the samples still inside retention.

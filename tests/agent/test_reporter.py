@@ -328,6 +328,25 @@ def test_schedule_backs_off_during_an_outage_and_returns_to_the_interval() -> No
     ) == pytest.approx(h.clock.time() - 30)
 
 
+def test_403s_are_retried_soon_for_a_while_then_wait_an_interval() -> None:
+    """A restarted API server refuses everyone until its RBAC caches sync: a run of 403s
+    is retried on a fresh backoff for FORBIDDEN_GRACE seconds, then every interval."""
+    h = Harness()
+    h.api.put_spec({"reportIntervalSeconds": 30})
+    forbidden = rest.ApiError(403, "Forbidden", "rbac")
+
+    def script(waits: int) -> None:
+        if waits == 2:
+            h.api.failures = [forbidden] * 8
+        if waits == 11:  # a later, short one starts its backoff afresh
+            h.api.failures = [forbidden]
+
+    stop = ScriptedStop(h.clock, rounds=12, on_wait=script)
+    h.reporter.run(stop)
+    assert stop.waits == [reporter.FIRST_REPORT_DELAY, 30, 1, 2, 4, 8, 8, 8, 30, 30, 30, 1, 30]
+    assert h.reports("error") == 9 and h.reports("success") == 3
+
+
 def test_readiness_turns_ready_on_the_first_publish_and_stays_ready() -> None:
     """Not ready before anything was published; ready after, also while the API is down."""
     h = Harness()
