@@ -20,10 +20,16 @@ Run with `python -m bench extender`; writes extender.json (see bench/__init__.py
   (the extender in the default profile), same cluster, same run, each on a fresh
   batch of pods, in ROUNDS interleaved rounds (medians compared). Target: the
   extender costs at most 25% of the throughput.
+- The floor: a third arm in the same rounds runs kube-scheduler with the same
+  configuration pointed at hack/peers/nullextender, a Go extender that passes
+  every node and scores each alike. What it costs is the price of the extender
+  protocol itself (kube-scheduler's HTTP client and JSON work for two calls per
+  pod), which no extender can go below; nodeqos's cost is reported beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import http.client
 import json
@@ -33,11 +39,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import lownodeload, write_results
+from bench import lownodeload, peers, write_results
 from extender import args as argsmod
 from extender import local, server
 from extender.view import ClusterView
@@ -203,59 +210,78 @@ def _time_scheduling(
 
 
 def _compare(
-    plane: controlplane.ControlPlane, client: rest.Rest, nodes: int, with_extender: Any
+    plane: controlplane.ControlPlane,
+    client: rest.Rest,
+    nodes: int,
+    with_extender: Any,
+    with_null: Any,
 ) -> dict[str, Any]:
     """Interleaved rounds, medians compared: on a shared machine a burst of someone
     else's work then hurts both sides alike."""
     _time_scheduling(plane, client, f"warm-up-{nodes}", None)  # untimed: warm caches
-    runs: dict[str, list[dict[str, Any]]] = {"default": [], "extender": []}
+    arms = (("default", None), ("extender", with_extender), ("null", with_null))
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in arms}
     for round_ in range(ROUNDS):
-        for label, config in (("default", None), ("extender", with_extender)):
+        for label, config in arms:
             batch = f"{label}-{nodes}-{round_}"
             runs[label].append(_time_scheduling(plane, client, batch, config))
-    default, extended = (
-        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2]
-        for label in ("default", "extender")
+    default, extended, null = (
+        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2] for label, _ in arms
     )
-    cost = 1 - extended["pods_per_second"] / default["pods_per_second"]
     return {
         "nodes": nodes,
         "default": default,
         "with_extender": extended,
+        "with_null_extender": null,
         "rounds": runs,
-        "throughput_cost": round(cost, 3),
+        "throughput_cost": round(1 - extended["pods_per_second"] / default["pods_per_second"], 3),
+        "protocol_floor_cost": round(1 - null["pods_per_second"] / default["pods_per_second"], 3),
     }
 
 
 def time_scheduler() -> list[dict[str, Any]]:
-    """kube-scheduler's throughput with and without the extender, at each of NODES."""
+    """kube-scheduler's throughput with no extender, nodeqos's and the null one, at each of NODES."""
+    null_binary = peers.built_peer("nullextender")
+    shipped = REPO / "deploy" / "kube-scheduler" / "extender.yaml"
     results = []
-    with tempfile.TemporaryDirectory() as tmp, controlplane.ControlPlane(scheduler=False) as plane:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        controlplane.ControlPlane(scheduler=False) as plane,
+        contextlib.ExitStack() as processes,
+    ):
         client = rest.Rest.from_kubeconfig(plane.kubeconfig, qps=0)
         localcluster.apply(
             client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
         )
-        port = controlplane.free_port()
-        log = (Path(tmp) / "extender.log").open("wb")
-        proc = subprocess.Popen(
-            local.command(plane.kubeconfig, None, port), stdout=log, stderr=subprocess.STDOUT
-        )
+        port, null_port = controlplane.free_port(), controlplane.free_port()
+        for name, argv in (
+            ("extender", local.command(plane.kubeconfig, None, port)),
+            ("nullextender", [str(null_binary), "--listen", f"127.0.0.1:{null_port}"]),
+        ):
+            processes.enter_context(_running(argv, Path(tmp) / f"{name}.log"))
+        local.wait_ready(port)
+        local.wait_ready(null_port)
+        with_extender = local.point_scheduler(shipped, port)
+        with_null = local.point_scheduler(shipped, null_port)
+        registered = 0
+        for nodes in NODES:
+            _register(client, registered, nodes)
+            registered = nodes
+            time.sleep(2)  # let the extender's caches take the new nodes in
+            results.append(_compare(plane, client, nodes, with_extender, with_null))
+    return results
+
+
+@contextlib.contextmanager
+def _running(argv: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A process for the length of the block, its output in `log_path`."""
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
-            local.wait_ready(port)
-            with_extender = local.point_scheduler(
-                REPO / "deploy" / "kube-scheduler" / "extender.yaml", port
-            )
-            registered = 0
-            for nodes in NODES:
-                _register(client, registered, nodes)
-                registered = nodes
-                time.sleep(2)  # let the extender's caches take the new nodes in
-                results.append(_compare(plane, client, nodes, with_extender))
+            yield proc
         finally:
             proc.terminate()
             proc.wait(15)
-            log.close()
-    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,7 +310,9 @@ def main(argv: list[str] | None = None) -> int:
             f"kube-scheduler, {result['nodes']} nodes / {PODS} pods: "
             f"{result['default']['pods_per_second']} pods/s default, "
             f"{result['with_extender']['pods_per_second']} pods/s with the extender "
-            f"(cost {result['throughput_cost']:.0%})",
+            f"(cost {result['throughput_cost']:.0%}), "
+            f"{result['with_null_extender']['pods_per_second']} pods/s with the null extender "
+            f"(the protocol's floor: {result['protocol_floor_cost']:.0%})",
             flush=True,
         )
     worst_cost = max(r["throughput_cost"] for r in throughput)
@@ -304,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                 "max_cost": TARGET_THROUGHPUT_COST,
                 "worst_cost": worst_cost,
                 "met": throughput_met,
+                "worst_protocol_floor_cost": max(r["protocol_floor_cost"] for r in throughput),
             },
         },
     )

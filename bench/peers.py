@@ -337,14 +337,14 @@ def nodeqos_command(kubeconfig: Path, policy: Path) -> list[str]:
     ]
 
 
-def build_upstream() -> Path:
-    """The upstream descheduler binary (built and cached by hack/build-peers.sh)."""
+def built_peer(name: str) -> Path:
+    """A peer binary of hack/peers/ (built and cached by hack/build-peers.sh)."""
     out = subprocess.run(
         [str(REPO / "hack" / "build-peers.sh")], capture_output=True, text=True, check=False
     )
     if out.returncode != 0:
         raise RuntimeError(f"hack/build-peers.sh failed:\n{out.stderr}")
-    return Path(out.stdout.strip()) / "descheduler"
+    return Path(out.stdout.strip()) / name
 
 
 def version(binary: Path) -> str:
@@ -433,7 +433,7 @@ TARGETS = {
 
 def main() -> int:
     small_only = "--small" in sys.argv[1:]
-    binary = build_upstream()
+    binary = built_peer("descheduler")
     results: dict[str, Any] = {
         "upstream": version(binary),
         "policy": POLICY,

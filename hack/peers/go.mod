@@ -1,6 +1,8 @@
 // Module nodeqos.dev/hack/peers builds the peers nodeqos is benchmarked
-// against (bench/peers.py): the upstream kubernetes-sigs/descheduler binary,
-// from its own main package, at the pinned version. See hack/build-peers.sh.
+// against: the upstream kubernetes-sigs/descheduler binary, from its own main
+// package, at the pinned version (bench/peers.py), and nullextender/, a
+// scheduler extender that does nothing (bench/extender.py). See
+// hack/build-peers.sh.
 module nodeqos.dev/hack/peers
 
 go 1.26.0
