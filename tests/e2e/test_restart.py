@@ -80,11 +80,24 @@ def _agents(kube: rest.Rest) -> dict[str, dict[str, Any]]:
     }
 
 
-def _state_dir(docs: list[dict[str, Any]]) -> Path:
-    """The host directory the installed DaemonSet keeps its metric caches under."""
-    (daemonset,) = (d for d in docs if d["kind"] == "DaemonSet")
+def _state_dir(kube: rest.Rest) -> Path:
+    """The host directory the installed agent DaemonSet keeps its metric caches
+    under, as the API server holds it (whichever way it was installed)."""
+    (daemonset,) = kube.get(
+        f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets", labelSelector=AGENTS
+    )["items"]
     (state,) = (v for v in daemonset["spec"]["template"]["spec"]["volumes"] if v["name"] == "state")
     return Path(state["hostPath"]["path"])
+
+
+def _descheduler_config(kube: rest.Rest) -> str:
+    """The installed descheduler's configuration file, as the API server holds it."""
+    (text,) = (
+        str(c["data"]["descheduler.yaml"])
+        for c in kube.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps")["items"]
+        if "descheduler.yaml" in (c.get("data") or {})
+    )
+    return text
 
 
 def _busy_until(name: str, signal_dir: Path) -> dict[str, Any]:
@@ -108,7 +121,7 @@ def _started(pod: dict[str, Any]) -> datetime:
 
 def test_killed_agent_is_recreated_and_its_successor_still_counts_its_samples(
     real_cluster: RealCluster,
-    installed: list[dict[str, Any]],
+    installed: str,
     e2e_namespace: str,
     tmp_path: Path,
 ) -> None:
@@ -133,7 +146,7 @@ def test_killed_agent_is_recreated_and_its_successor_still_counts_its_samples(
 
     # One cache per node, each in its own directory: three agents on one host
     # must not share (and corrupt) one file.
-    state = _state_dir(installed)
+    state = _state_dir(kube)
     pods.wait_for(
         lambda: all((state / n / "metriccache.db").is_file() for n in nodes),
         f"a metric cache per node under {state}",
@@ -316,17 +329,12 @@ def _leader_gauge(pod: dict[str, Any]) -> float | None:
 
 
 def test_killed_descheduler_leader_hands_the_lease_over(
-    real_cluster: RealCluster, installed: list[dict[str, Any]]
+    real_cluster: RealCluster, installed: str
 ) -> None:
     """The other replica takes the Lease in time; the replacement pod follows; one holder at a time."""
     kube = real_cluster.kube
-    (config_map,) = (
-        d
-        for d in installed
-        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "nodeqos-descheduler-config"
-    )
     shipped = config.load_config(
-        config_map["data"]["descheduler.yaml"], plugins=plugins.registry().catalog()
+        _descheduler_config(kube), plugins=plugins.registry().catalog()
     ).leader_election
     bound = (shipped.lease_duration + shipped.renew_deadline).total_seconds()
     lease_path = rest.object_path(
