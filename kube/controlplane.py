@@ -179,8 +179,11 @@ class ControlPlane:
         service_account_admission: bool = False,
         nodes: Sequence[str] = (),
         bind_address: str = "127.0.0.1",
+        apiserver_feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._binaries = binaries
+        # For tests of clients against a server without a feature (WatchList off, say).
+        self._apiserver_feature_gates = dict(apiserver_feature_gates or {})
         # 127.0.0.1 keeps the API server off the network; real nodes (kube.localnodes)
         # need 0.0.0.0 so their pods reach it through the `kubernetes` Service.
         # Clients here always use the loopback URL either way.
@@ -584,6 +587,16 @@ class ControlPlane:
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
             f"--cert-dir={pki}",
+            *(
+                (f"--feature-gates={gates}",)
+                if (
+                    gates := ",".join(
+                        f"{name}={str(on).lower()}"
+                        for name, on in sorted(self._apiserver_feature_gates.items())
+                    )
+                )
+                else ()
+            ),
             "--v=0",
         ]
 

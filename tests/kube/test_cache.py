@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,12 +32,18 @@ def by_app(obj: Mapping[str, Any]) -> list[str]:
     return [obj["metadata"]["labels"]["app"]]
 
 
-def test_sees_adds_updates_and_deletes(kube: rest.Rest, namespace: str) -> None:
+@pytest.fixture(params=[True, False], ids=["streamed", "paginated"])
+def stream(request: pytest.FixtureRequest) -> bool:
+    """Both ways an informer takes the initial state: a watch-list, or LIST pages."""
+    return bool(request.param)
+
+
+def test_sees_adds_updates_and_deletes(kube: rest.Rest, namespace: str, stream: bool) -> None:
     """Objects created before and after start, updated and deleted, are all reflected, with indexes."""
     path = CONFIGMAPS.path(namespace=namespace)
     kube.create(path, configmap("before", app="a"))
     informer = cache.Informer(
-        kube, CONFIGMAPS, namespace=namespace, indexers={"app": by_app}
+        kube, CONFIGMAPS, namespace=namespace, indexers={"app": by_app}, stream_list=stream
     ).start()
     try:
         assert informer.wait_synced(10)
@@ -55,19 +62,54 @@ def test_sees_adds_updates_and_deletes(kube: rest.Rest, namespace: str) -> None:
         informer.stop()
 
 
-def test_paginated_list_and_projection(kube: rest.Rest, namespace: str) -> None:
-    """The initial list pages through every object and keeps only the projection."""
+def test_initial_state_and_projection(
+    kube: rest.Rest, namespace: str, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The initial state, streamed or paged through, brings every object and keeps
+    only the projection; a v1.37 API server streams it when asked."""
     path = CONFIGMAPS.path(namespace=namespace)
     for i in range(25):
         kube.create(path, configmap(f"cm-{i:02d}", value=str(i)))
+    caplog.set_level(logging.INFO, logger="kube.cache")
     informer = cache.Informer(
-        kube, CONFIGMAPS, namespace=namespace, page_size=7, project=lambda obj: obj["data"]["value"]
+        kube,
+        CONFIGMAPS,
+        namespace=namespace,
+        page_size=7,
+        project=lambda obj: obj["data"]["value"],
+        stream_list=stream,
     ).start()
     try:
         assert informer.wait_synced(10)
         assert sorted(informer.items(), key=int) == [str(i) for i in range(25)]
+        assert informer.lists == 1 and informer.stream_list is stream
+        assert "listed 25 in" in caplog.text
+        assert ("(streamed)" if stream else "(paginated)") in caplog.text
     finally:
         informer.stop()
+
+
+def test_a_server_that_will_not_stream_gets_paginated_lists(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With WatchList off (as on servers before 1.27) the watch-list is refused with 422:
+    the informer says so once, lists by pages from then on, and keeps watching."""
+    caplog.set_level(logging.INFO, logger="kube.cache")
+    with controlplane.ControlPlane(apiserver_feature_gates={"WatchList": False}) as plane:
+        kube = rest.Rest.from_kubeconfig(plane.kubeconfig, qps=0)
+        path = CONFIGMAPS.path(namespace="default")
+        kube.create(path, configmap("before"))
+        informer = cache.Informer(kube, CONFIGMAPS, namespace="default").start()
+        try:
+            assert informer.wait_synced(10)
+            assert informer.keys() == ["default/before"]
+            assert informer.stream_list is False
+            assert caplog.text.count("refuses streamed lists") == 1
+            assert "listed 1 in" in caplog.text and "(paginated)" in caplog.text
+            kube.create(path, configmap("after"))
+            eventually(lambda: informer.get("default/after") is not None, what="a watched add")
+        finally:
+            informer.stop()
 
 
 def test_stop_is_prompt(kube: rest.Rest, namespace: str) -> None:
@@ -80,11 +122,13 @@ def test_stop_is_prompt(kube: rest.Rest, namespace: str) -> None:
     assert time.monotonic() - started < 1.0
 
 
-def test_survives_api_server_restart(private_control_plane: controlplane.ControlPlane) -> None:
+def test_survives_api_server_restart(
+    private_control_plane: controlplane.ControlPlane, stream: bool
+) -> None:
     """With the API server down and back, the cache reconnects and catches up."""
     kube = rest.Rest.from_kubeconfig(private_control_plane.kubeconfig, qps=0)
     path = CONFIGMAPS.path(namespace="default")
-    informer = cache.Informer(kube, CONFIGMAPS, namespace="default").start()
+    informer = cache.Informer(kube, CONFIGMAPS, namespace="default", stream_list=stream).start()
     try:
         assert informer.wait_synced(10)
         private_control_plane.stop_apiserver()
@@ -100,12 +144,14 @@ def test_survives_api_server_restart(private_control_plane: controlplane.Control
         informer.stop()
 
 
-def test_relists_on_410_gone(private_control_plane: controlplane.ControlPlane) -> None:
+def test_relists_on_410_gone(
+    private_control_plane: controlplane.ControlPlane, stream: bool
+) -> None:
     """A watch from an expired resourceVersion gets 410 Gone; the cache relists and converges."""
     kube = rest.Rest.from_kubeconfig(private_control_plane.kubeconfig, qps=0)
     path = CONFIGMAPS.path(namespace="default")
     kube.create(path, configmap("old"))
-    informer = cache.Informer(kube, CONFIGMAPS, namespace="default").start()
+    informer = cache.Informer(kube, CONFIGMAPS, namespace="default", stream_list=stream).start()
     try:
         assert informer.wait_synced(10)
         informer.stop()
@@ -132,12 +178,14 @@ def strict_value(obj: Mapping[str, Any]) -> int:
     return int(obj["data"]["value"])
 
 
-def test_malformed_object_costs_only_itself(kube: rest.Rest, namespace: str) -> None:
+def test_malformed_object_costs_only_itself(kube: rest.Rest, namespace: str, stream: bool) -> None:
     """A malformed object is left out, counted and logged; the cache syncs and keeps watching."""
     path = CONFIGMAPS.path(namespace=namespace)
     kube.create(path, configmap("good", value="1"))
     kube.create(path, configmap("bad", value="banana"))
-    informer = cache.Informer(kube, CONFIGMAPS, namespace=namespace, project=strict_value).start()
+    informer = cache.Informer(
+        kube, CONFIGMAPS, namespace=namespace, project=strict_value, stream_list=stream
+    ).start()
     try:
         assert informer.wait_synced(10)
         assert informer.keys() == [f"{namespace}/good"]
