@@ -107,8 +107,10 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 # -- the overlay ---------------------------------------------------------------------
 
 
-def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
-    """deploy/*.yaml with the image substituted and this scenario's overlay applied."""
+def one_host_manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
+    """deploy/*.yaml as several kubelets on one host must run it: `image` in place
+    of the placeholder, and each node's agent its own cgroup root and cache directory
+    (under `state_dir`). Nothing else differs from what users apply."""
     docs = []
     for path in sorted(DEPLOY.glob("*.yaml")):
         for raw in yaml.safe_load_all(path.read_text()):
@@ -117,17 +119,14 @@ def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
             doc = copy.deepcopy(raw)
             if doc["kind"] in ("DaemonSet", "Deployment"):
                 for container in doc["spec"]["template"]["spec"]["containers"]:
+                    if container["image"] != PLACEHOLDER:
+                        raise ValueError(
+                            f"{path.name}: container {container['name']} has image "
+                            f"{container['image']!r}; deploy/ ships {PLACEHOLDER}"
+                        )
                     container["image"] = image
             if doc["kind"] == "DaemonSet":
                 _patch_agent(doc, state_dir)
-            elif doc["kind"] == "ConfigMap" and "descheduler.yaml" in doc["data"]:
-                doc["data"]["descheduler.yaml"] = yaml.safe_dump(
-                    descheduler_config(yaml.safe_load(doc["data"]["descheduler.yaml"]))
-                )
-            elif doc["kind"] == "ConfigMap" and "loadaware.yaml" in doc["data"]:
-                args = yaml.safe_load(doc["data"]["loadaware.yaml"])
-                args["usageThresholds"] = {**args["usageThresholds"], "cpu": EXTENDER_CPU}
-                doc["data"]["loadaware.yaml"] = yaml.safe_dump(args)
             docs.append(doc)
     return docs
 
@@ -135,16 +134,33 @@ def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
 def _patch_agent(daemonset: dict[str, Any], state_dir: Path) -> None:
     spec = daemonset["spec"]["template"]["spec"]
     (agent,) = spec["containers"]
-    agent["args"] += [
-        "--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)",
-        "--node-usage-source=kubepods",
-    ]
+    agent["args"].append("--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)")
     for mount in agent["volumeMounts"]:
         if mount["name"] == "state":  # three agents, one host: one cache dir each
             mount["subPathExpr"] = "$(NODE_NAME)"
     for volume in spec["volumes"]:
         if volume["name"] == "state":
             volume["hostPath"]["path"] = str(state_dir)
+
+
+def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
+    """`one_host_manifests` with this scenario's overlay: each agent measures its node
+    as its kubelet's pods (three nodes share one machine's /proc), and the descheduler's
+    and the extender's thresholds suit two shared cores."""
+    docs = one_host_manifests(image, state_dir)
+    for doc in docs:
+        if doc["kind"] == "DaemonSet":
+            (agent,) = doc["spec"]["template"]["spec"]["containers"]
+            agent["args"].append("--node-usage-source=kubepods")
+        elif doc["kind"] == "ConfigMap" and "descheduler.yaml" in doc["data"]:
+            doc["data"]["descheduler.yaml"] = yaml.safe_dump(
+                descheduler_config(yaml.safe_load(doc["data"]["descheduler.yaml"]))
+            )
+        elif doc["kind"] == "ConfigMap" and "loadaware.yaml" in doc["data"]:
+            args = yaml.safe_load(doc["data"]["loadaware.yaml"])
+            args["usageThresholds"] = {**args["usageThresholds"], "cpu": EXTENDER_CPU}
+            doc["data"]["loadaware.yaml"] = yaml.safe_dump(args)
+    return docs
 
 
 def descheduler_config(shipped: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,12 +21,14 @@ one host (the defaults stay as they are for real nodes):
 - the metric cache's hostPath (``/var/lib/nodeqos``) would be one directory
   for all three agents on one host: it moves to a temporary dir with a
   per-node ``subPathExpr``.
+
+The manifests are kube.placementloop.one_host_manifests, which the placement
+scenario overlays further.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kube import localcluster, rest, slo
+from kube import localcluster, placementloop, rest, slo
 from tests import helmchart
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster, wait_namespace_ready
@@ -44,38 +46,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.controlplane, pytest.mark.slow]
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NAMESPACE = "nodeqos-system"
-PLACEHOLDER = "NODEQOS_IMAGE"
 EXTENDER_PORT = 10262
-
-
-def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
-    """deploy/*.yaml with the image substituted and the agent patched for this host."""
-    docs = []
-    for path in sorted(DEPLOY.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if not doc:
-                continue
-            doc = copy.deepcopy(doc)
-            if doc["kind"] in ("DaemonSet", "Deployment"):
-                for container in doc["spec"]["template"]["spec"]["containers"]:
-                    assert container["image"] == PLACEHOLDER, (path.name, container["image"])
-                    container["image"] = image
-            if doc["kind"] == "DaemonSet":
-                patch_agent_for_one_host(doc, state_dir)
-            docs.append(doc)
-    return docs
-
-
-def patch_agent_for_one_host(daemonset: dict[str, Any], state_dir: Path) -> None:
-    spec = daemonset["spec"]["template"]["spec"]
-    (agent,) = spec["containers"]
-    agent["args"].append("--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)")
-    for mount in agent["volumeMounts"]:
-        if mount["name"] == "state":
-            mount["subPathExpr"] = "$(NODE_NAME)"
-    for volume in spec["volumes"]:
-        if volume["name"] == "state":
-            volume["hostPath"]["path"] = str(state_dir)
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -145,7 +116,7 @@ def applied_manifests(real_cluster: RealCluster, image: str, state_dir: Path) ->
     """deploy/crds and deploy/ applied; the objects of deploy/ deleted afterwards."""
     kube = real_cluster.kube
     real_cluster.plane.install_crds(DEPLOY / "crds")
-    docs = manifests(image, state_dir)
+    docs = placementloop.one_host_manifests(image, state_dir)
     try:
         for doc in docs:
             localcluster.apply(kube, doc)
