@@ -36,6 +36,9 @@ MAX_BODY = 64 * 1024 * 1024  # a 5,000-node ExtenderArgs with whole Nodes is ~30
 
 
 MAX_HEADERS = 100  # the stdlib's limits, kept
+# How long, and for how many bytes, a connection the server closes is read on.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1 << 20
 MAX_HEADER_LINE = 65536
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 
@@ -70,6 +73,29 @@ class _Server(ThreadingHTTPServer):
         self.registry = registry
         self.readiness = readiness
         self.routes = routes
+
+    def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]
+        """Close a connection the way RFC 9112 (section 9.6) asks of a server.
+
+        Half-close, then read on until the client closes too (or LINGER_SECONDS
+        or LINGER_BYTES run out) before closing. A socket closed with input still
+        unread makes the kernel send a reset instead of a FIN, and a reset can
+        destroy the reply the client has not read yet: this happened to a client
+        that had already sent its next request when the server chose to close.
+        """
+        try:
+            request.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER_SECONDS
+            drained = 0
+            while drained < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
+                request.settimeout(left)
+                chunk = request.recv(65536)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:  # the client reset, or went quiet: close regardless
+            pass
+        self.close_request(request)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -75,6 +75,16 @@ def test_http_1_0_closes_unless_keep_alive_is_asked(served: tuple[str, int]) -> 
     assert kept.count(b" 200 OK\r\n") == 2
 
 
+def test_a_closing_reply_survives_bytes_sent_after_the_request(served: tuple[str, int]) -> None:
+    """Bytes the client sent after a `Connection: close` request (more than the
+    server reads ahead) must not cost it the reply: closing a socket with unread
+    input makes the kernel send a reset, which can destroy the reply in flight
+    (RFC 9112, section 9.6). The server half-closes and reads on first."""
+    for _ in range(5):
+        reply = _exchange(served, _post(b"x", "Connection: close") + b"z" * (256 * 1024))
+        assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b'{"got":1}')
+
+
 def test_expect_100_continue_is_answered_before_the_body(served: tuple[str, int]) -> None:
     with socket.create_connection(served, timeout=5) as sock:
         sock.sendall(_post(b"", "Expect: 100-continue", "Connection: close"))
