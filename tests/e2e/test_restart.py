@@ -5,9 +5,10 @@ same overlay: one metric-cache directory per node under a temporary hostPath):
 - a deleted agent pod is recreated by its DaemonSet, becomes Ready, and the
   NodeMetric its successor publishes still counts samples the killed agent
   collected: the metric cache on the host outlived the pod;
-- a deleted descheduler leader hands its Lease to the other replica within
-  leaseDuration + renewDeadline, the Deployment's replacement pod becomes a
-  Ready follower, and the Lease, watched throughout, never changes hands
+- a deleted descheduler leader hands its Lease, within leaseDuration +
+  renewDeadline, to a live replica (the survivor, or the Deployment's
+  replacement pod if that asks first after the release); the other is a Ready
+  follower, and the Lease, watched throughout, changes hands once and never
   without a release or an expiry in between.
 """
 
@@ -331,7 +332,7 @@ def _leader_gauge(pod: dict[str, Any]) -> float | None:
 def test_killed_descheduler_leader_hands_the_lease_over(
     real_cluster: RealCluster, installed: str
 ) -> None:
-    """The other replica takes the Lease in time; the replacement pod follows; one holder at a time."""
+    """A live replica takes the Lease in time, the other follows; one holder at a time."""
     kube = real_cluster.kube
     shipped = config.load_config(
         _descheduler_config(kube), plugins=plugins.registry().catalog()
@@ -390,16 +391,20 @@ def test_killed_descheduler_leader_hands_the_lease_over(
         except AssertionError as err:
             raise AssertionError(f"{err}\n{_history(records)}\n{describe(kube)}") from None
         moved = time.monotonic() - deleted_at
-        assert new_holder.split("_")[0] == survivor, (
-            f"the Lease went to {new_holder}, not to {survivor}\n{_history(records)}\n"
-            f"{describe(kube)}"
-        )
         after = wait_or_describe(
             kube,
             lambda: (found := replicas()) and set(found) != set(before) and found,
             "the Deployment's replacement replica Ready",
         )
         (replacement,) = set(after) - set(before)
+        # The old leader releases the Lease on SIGTERM, so whichever live replica asks
+        # first takes it: the survivor, or a replacement that started within the
+        # survivor's retryPeriod (seen on a fresh clone). Either is a correct handover.
+        new_pod = new_holder.split("_")[0]
+        assert new_pod in (survivor, replacement), (
+            f"the Lease went to {new_holder}, not to a live replica "
+            f"({survivor}, {replacement})\n{_history(records)}\n{describe(kube)}"
+        )
         gauges = pods.wait_for(
             lambda: (
                 None not in (g := {n: _leader_gauge(p) for n, p in after.items()}).values() and g
@@ -411,9 +416,9 @@ def test_killed_descheduler_leader_hands_the_lease_over(
     print(f"Lease moved {moved:.1f}s after the delete (bound {bound:.0f}s); {len(records)} records")
     assert moved <= bound, f"the Lease moved {moved:.1f}s after the delete, over {bound:.0f}s"
     assert final_holder == new_holder, (final_holder, new_holder)
-    assert gauges == {survivor: 1.0, replacement: 0.0}, gauges
+    assert gauges == {n: float(n == new_pod) for n in after}, gauges
     # One holder at a time: the Lease changed hands once, from the deleted pod to
-    # the survivor, and only after the old holder released it (an empty holder)
+    # the new holder, and only after the old holder released it (an empty holder)
     # or its lease ran out unrenewed.
     changes = handovers(records)
     history = _history(records)
