@@ -587,18 +587,15 @@ class ControlPlane:
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
             f"--cert-dir={pki}",
-            *(
-                (f"--feature-gates={gates}",)
-                if (
-                    gates := ",".join(
-                        f"{name}={str(on).lower()}"
-                        for name, on in sorted(self._apiserver_feature_gates.items())
-                    )
-                )
-                else ()
-            ),
+            *self._feature_gates_flag(),
             "--v=0",
         ]
+
+    def _feature_gates_flag(self) -> list[str]:
+        gates = sorted(self._apiserver_feature_gates.items())
+        if not gates:
+            return []
+        return ["--feature-gates=" + ",".join(f"{name}={str(on).lower()}" for name, on in gates)]
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         binary = getattr(self.binaries, name.replace("-", "_"))
