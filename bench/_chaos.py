@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from kube import controlplane
+from testbed import controlplane
 
 
 class LatencyProxy:

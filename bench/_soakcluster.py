@@ -16,7 +16,8 @@ import yaml
 
 from bench._chaos import Daemon, LatencyProxy
 from extender import local
-from kube import controlplane, localcluster, rest
+from kube import rest
+from testbed import controlplane, localcluster
 
 REPO = Path(__file__).resolve().parent.parent
 NODES = ("n1", "n2", "n3")

@@ -19,7 +19,8 @@ from typing import Any
 from bench import _flushkill
 from bench import _soakcluster as sc
 from bench._soakresults import Record
-from kube import localcluster, rest
+from kube import rest
+from testbed import localcluster
 
 KINDS = frozenset(
     {

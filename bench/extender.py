@@ -48,7 +48,8 @@ from bench import lownodeload, peers, write_results
 from extender import args as argsmod
 from extender import local, server
 from extender.view import ClusterView
-from kube import cache, controlplane, localcluster, rest
+from kube import cache, rest
+from testbed import controlplane, localcluster
 
 REPO = Path(__file__).resolve().parent.parent
 CALLS = 300

@@ -56,7 +56,8 @@ from prometheus_client import CollectorRegistry
 from bench import previous_results, write_results
 from descheduler import config, framework, plugins
 from descheduler.evictions import EvictOptions
-from kube import controlplane, eviction, objects, rest
+from kube import eviction, objects, rest
+from testbed import controlplane
 
 SEED = 20240501
 PODS_PER_NODE = 30

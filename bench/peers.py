@@ -55,7 +55,8 @@ from typing import Any
 import psutil
 
 from bench import lownodeload, write_results
-from kube import controlplane, rest
+from kube import rest
+from testbed import controlplane
 
 REPO = Path(__file__).resolve().parent.parent
 STEADY_CYCLES = 5

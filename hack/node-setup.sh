@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares this machine to run real Kubernetes nodes for the e2e suite
-# (kube/localnodes.py, `make e2e`) and prints the directory holding the kubelet.
+# (testbed/localnodes.py, `make e2e`) and prints the directory holding the kubelet.
 #
 #   1. checks what cannot be installed: root, a writable cgroup v1 hierarchy
 #      (cpu, cpuacct, cpuset, memory, pids), overlayfs;

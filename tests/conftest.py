@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import kubernetes.client
 import pytest
 
-from kube import controlplane, rest
+from kube import rest
+from testbed import controlplane
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -38,7 +38,8 @@ import pytest
 import yaml
 
 from cgroups import CgroupVersion, Driver, QoSLevel
-from kube import controlplane, localcluster, rest
+from kube import rest
+from testbed import controlplane, localcluster
 from tests.cgroupfs_builder import (
     fake_container,
     fake_pod,

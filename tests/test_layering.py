@@ -1,4 +1,4 @@
-"""The package layering of shared/DESIGN.md holds: read every module's imports."""
+"""The package layering of docs/design.md holds: read every module's imports."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# package -> the packages of ours it may import (DESIGN.md, "The house")
+# package -> the packages of ours it may import (docs/design.md, "The house")
 ALLOWED: dict[str, frozenset[str]] = {
     "kube": frozenset(),
     "cgroups": frozenset(),
@@ -18,6 +18,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "agent": frozenset({"kube", "cgroups", "metriccache", "qosmanager"}),
     "descheduler": frozenset({"kube"}),
     "extender": frozenset({"kube"}),
+    # the local-cluster test bench: tests, bench/ and hack/demo import it, no product package does
+    "testbed": frozenset({"kube"}),
 }
 
 
@@ -57,8 +59,16 @@ def test_checker_catches_a_forbidden_import(tmp_path: Path) -> None:
     assert violations("descheduler", tmp_path) == ["descheduler/bad.py imports agent"]
 
 
+PRODUCT = sorted(set(ALLOWED) - {"testbed"})
+
+
+def test_no_product_package_imports_the_test_bench() -> None:
+    """testbed is allowed to no product package: the daemons never load the harness."""
+    assert all("testbed" not in ALLOWED[package] for package in PRODUCT)
+
+
 def test_every_package_exists_and_is_typed() -> None:
-    """Every package exists and ships py.typed."""
-    for package in ALLOWED:
+    """Every product package exists and ships py.typed."""
+    for package in PRODUCT:
         assert (ROOT / package / "__init__.py").exists(), package
         assert (ROOT / package / "py.typed").exists(), package

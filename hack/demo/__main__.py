@@ -3,7 +3,7 @@
 It runs on real nodes when this machine can run them (realnodes.py: root, the
 kubelet and containerd of hack/node-setup.sh, the image of hack/node-image.sh):
 three real kubelets run the pods and the demo plays no part of Kubernetes; the
-scenario is kube.placementloop's, the one the e2e test runs. Otherwise it falls
+scenario is testbed.placementloop's, the one the e2e test runs. Otherwise it falls
 back to process-based nodes, described below, and says why. `--nodes` chooses.
 
 Process-based nodes:
@@ -53,7 +53,8 @@ import workload
 import yaml
 
 from extender import local
-from kube import controlplane, localcluster, localnodes, quantity, rest
+from kube import quantity, rest
+from testbed import controlplane, localcluster, localnodes
 
 REPO = Path(__file__).resolve().parents[2]
 HIGH, LOW = 45.0, 30.0

@@ -1,12 +1,12 @@
 """The demo on real nodes: three real kubelets and containerds run the pods.
 
 `probe` decides whether this machine can: root, the node binaries found or
-built by hack/node-setup.sh (`kube.localnodes.NodeBinaries.find`, which also
+built by hack/node-setup.sh (`testbed.localnodes.NodeBinaries.find`, which also
 checks the machine: cgroup v1, containerd, the CNI plugins), and the nodeqos
 image found or built by hack/node-image.sh; it returns what the run needs, or
 the reason it cannot. `run` then starts the control plane (kube-scheduler and
 kube-controller-manager included), the nodes, and the scenario
-`kube.placementloop` shares with the e2e test: nodeqos installed from deploy/
+`testbed.placementloop` shares with the e2e test: nodeqos installed from deploy/
 with its overlay, busy Deployments on n1, and the loop watched to its end. The
 demo plays no part of Kubernetes in this mode.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kube import components, controlplane, localnodes, placementloop, placementwatch, rest
+from kube import rest
+from testbed import components, controlplane, localnodes, placementloop, placementwatch
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "nodeqos.local/nodeqos:dev"  # what hack/node-image.sh tags the archive with
@@ -59,7 +60,7 @@ def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
             controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
             nodes=placementloop.NODES,
             # Pods reach the API server through the `kubernetes` Service, as in a
-            # real cluster (kube.localnodes routes it; see tests/e2e/conftest.py).
+            # real cluster (testbed.localnodes routes it; see tests/e2e/conftest.py).
             bind_address="0.0.0.0",
             service_account_admission=True,
         ) as plane,

@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kube import localcluster, rest
+from kube import rest
+from testbed import localcluster
 
 NAMESPACE = "demo"
 NODES = ("n1", "n2", "n3")

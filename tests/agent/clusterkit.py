@@ -33,8 +33,9 @@ from typing import Any
 
 from agent import kinds as agent_kinds
 from cgroups import CgroupVersion, Driver, QoSLevel
-from kube import localcluster, rest, slo
+from kube import rest, slo
 from metriccache import MetricCache, Sample, kinds
+from testbed import localcluster
 from tests.agent.builders import HZ
 from tests.cgroupfs_builder import FakePod, fake_container, fake_pod, write_meminfo, write_pod_tree
 
@@ -294,7 +295,7 @@ def seed_cache(
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # in the child between fork and exec, as kube.controlplane does
+def _die_with_parent() -> None:  # in the child between fork and exec, as testbed.controlplane does
     os.setsid()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

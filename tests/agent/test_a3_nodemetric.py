@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from kube import controlplane, localcluster, rest, slo
+from kube import rest, slo
+from testbed import controlplane, localcluster
 from tests.agent.clusterkit import (
     EMPTY_USAGE,
     GIB,

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from agent import kinds as agent_kinds
-from kube import controlplane, localcluster, rest, slo
+from kube import rest, slo
 from metriccache import MetricCache, kinds
+from testbed import controlplane, localcluster
 from tests.agent.clusterkit import (
     EMPTY_USAGE,
     GIB,

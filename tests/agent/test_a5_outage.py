@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kube import controlplane, localcluster, rest, slo
+from kube import rest, slo
+from testbed import controlplane, localcluster
 from tests.agent.clusterkit import (
     AgentProcess,
     LiveNode,

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 import qosmanager
 from agent import cli
 from cgroups import CgroupVersion, Driver
-from kube import controlplane, rest
+from kube import rest
+from testbed import controlplane
 from tests.agent.builders import scenario_a_pods
 from tests.agent.clusterkit import cleanup_cluster_objects
 from tests.cgroupfs_builder import write_meminfo, write_pod_tree, write_proc_stat

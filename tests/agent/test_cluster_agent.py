@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from agent import kinds as agent_kinds
-from kube import controlplane, localcluster, rest
+from kube import rest
 from metriccache import MetricCache, kinds
+from testbed import controlplane, localcluster
 from tests.agent.clusterkit import (
     AgentProcess,
     LiveNode,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kube import controlplane
+from testbed import controlplane
 from tests.agent.clusterkit import AgentProcess, LiveNode, eventually
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from agent import health, states
 from cgroups import Driver
-from kube import events, localcluster, rest
+from kube import events, rest
+from testbed import localcluster
 from tests.agent.clusterkit import (
     NODEMETRICS,
     cleanup_cluster_objects,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from extender import local
-from kube import controlplane
+from testbed import controlplane
 
 PEERS = Path(__file__).resolve().parents[2] / "hack" / "peers"
 

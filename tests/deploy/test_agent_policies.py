@@ -15,8 +15,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from agent import health, reporter
-from kube import cache, controlplane, events, localcluster, rest, slo
+from kube import cache, events, rest, slo
 from metriccache import MetricCache
+from testbed import controlplane, localcluster
 from tests.agent import clusterkit
 
 pytestmark = pytest.mark.controlplane

@@ -25,7 +25,8 @@ import yaml
 from agent import features
 from descheduler import config, plugins
 from extender import args as extender_args
-from kube import controlplane, localcluster, rest
+from kube import rest
+from testbed import controlplane, localcluster
 from tests import helmchart
 
 DEPLOY = helmchart.REPO / "deploy"

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kube import localcluster, rest
+from kube import rest
+from testbed import localcluster
 
 pytestmark = pytest.mark.controlplane
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from kube import controlplane, localcluster, objects, rest
+from kube import objects, rest
+from testbed import controlplane, localcluster
 
 pytestmark = pytest.mark.controlplane
 

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry
 
 from descheduler import config, evictions, framework
 from descheduler.framework import Reason
-from kube import events, eviction, localcluster, objects, rest
+from kube import events, eviction, objects, rest
+from testbed import localcluster
 from tests.descheduler import fakes
 
 pytestmark = pytest.mark.controlplane

@@ -3,7 +3,7 @@
 The descheduler side uses its own `RecordingRest` (informers, Eviction API,
 Events), which remembers every non-GET request, so "zero writes" is measured
 at the client. The test itself sets the cluster up with the admin `kube`
-client, playing kubelet and disruption controller with `kube.localcluster`.
+client, playing kubelet and disruption controller with `testbed.localcluster`.
 Nodes get names and a label unique to the test, and the top-level nodeSelector
 picks only them, so other tests' nodes and pods never interfere.
 """
@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry
 from descheduler import config, evictions, framework, plugins
 from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
-from kube import events, localcluster, rest
+from kube import events, rest
+from testbed import localcluster
 from tests.descheduler import fakes
 
 pytestmark = pytest.mark.controlplane

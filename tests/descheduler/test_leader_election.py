@@ -21,7 +21,8 @@ from typing import IO, Any
 
 import pytest
 
-from kube import controlplane, rest
+from kube import rest
+from testbed import controlplane
 from tests.descheduler.test_cli_once import descheduler_command
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

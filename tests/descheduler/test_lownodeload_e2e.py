@@ -34,7 +34,8 @@ from prometheus_client import CollectorRegistry
 from descheduler import config, evictions, framework, plugins
 from descheduler.framework import Reason
 from descheduler.plugins import in_tree
-from kube import controlplane, events, localcluster, rest
+from kube import events, rest
+from testbed import controlplane, localcluster
 from tests import builders
 
 pytestmark = pytest.mark.controlplane

@@ -24,7 +24,8 @@ from descheduler import config, framework, plugins
 from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.framework import Handle, Snapshot
 from descheduler.plugins.migrationcontroller import MigrationController
-from kube import cache, events, localcluster, rest
+from kube import cache, events, rest
+from testbed import localcluster
 from tests.descheduler import fakes
 
 LABEL = "nodeqos-test"

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from descheduler.framework import Reason
-from kube import localcluster, rest
+from kube import rest
+from testbed import localcluster
 from tests.descheduler.test_migration_harness import (
     Clock,
     Cluster,

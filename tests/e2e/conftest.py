@@ -1,5 +1,5 @@
 """The real-node cluster: the local control plane plus three nodes, each a real
-kubelet and containerd (kube.localnodes). Built once for tests/e2e and torn down
+kubelet and containerd (testbed.localnodes). Built once for tests/e2e and torn down
 when the package is done (idle kubelets would tax the other tests); `make e2e`.
 
 Needs root, cgroup v1 and the packages hack/node-setup.sh installs; without
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kube import components, controlplane, localnodes, rest
+from kube import rest
+from testbed import components, controlplane, localnodes
 
 NODE_NAMES = ("n1", "n2", "n3")
 
@@ -45,7 +46,7 @@ def real_cluster() -> Iterator[RealCluster]:
             controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
             nodes=NODE_NAMES,
             # Pods reach the API server as in a real cluster: the `kubernetes`
-            # Service (routed by kube.localnodes), a projected ServiceAccount
+            # Service (routed by testbed.localnodes), a projected ServiceAccount
             # token (the admission plugin adds the volume) and kube-root-ca.crt.
             bind_address="0.0.0.0",
             service_account_admission=True,

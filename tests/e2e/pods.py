@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kube import localnodes, rest
+from kube import rest
+from testbed import localnodes
 
 BUSY_LOOP = "while :; do :; done"
 IDLE = "sleep 100000"

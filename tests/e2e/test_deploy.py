@@ -17,12 +17,12 @@ kustomize overlay, or chart values), because this machine runs three nodes on
 one host (the defaults stay as they are for real nodes):
 
 - ``--kubelet-cgroup-root=/nodeqos-$(NODE_NAME)``: each local kubelet has its
-  own cgroupRoot (kube.localnodes), which the agent must be told;
+  own cgroupRoot (testbed.localnodes), which the agent must be told;
 - the metric cache's hostPath (``/var/lib/nodeqos``) would be one directory
   for all three agents on one host: it moves to a temporary dir with a
   per-node ``subPathExpr``.
 
-The manifests are kube.placementloop.one_host_manifests, which the placement
+The manifests are testbed.placementloop.one_host_manifests, which the placement
 scenario overlays further.
 """
 
@@ -37,7 +37,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kube import localcluster, placementloop, rest, slo
+from kube import rest, slo
+from testbed import localcluster, placementloop
 from tests import helmchart
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster, wait_namespace_ready

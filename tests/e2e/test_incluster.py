@@ -1,6 +1,6 @@
 """Pods on the real nodes reach the API server as in a real cluster (issue 15,
 groundwork for test 1): the kubelet sets KUBERNETES_SERVICE_HOST/PORT from the
-`kubernetes` Service (10.0.0.1:443, routed by kube.servicenat), mounts a
+`kubernetes` Service (10.0.0.1:443, routed by testbed.servicenat), mounts a
 projected ServiceAccount token and the `kube-root-ca.crt` CA, and nodeqos's
 own client (`kube.rest.api_client()`, in-cluster config) authenticates with them."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kube import controlplane, localnodes, servicenat
+from testbed import controlplane, localnodes, servicenat
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster
 

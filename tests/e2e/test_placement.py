@@ -1,4 +1,4 @@
-"""The placement loop on real nodes (issue 15, test 3), the scenario of kube.placementloop.
+"""The placement loop on real nodes (issue 15, test 3), the scenario of testbed.placementloop.
 
 deploy/ installed with an overlay (the agents measure each node as its kubelet's
 kubepods cgroup, `--node-usage-source=kubepods`, since the three nodes share one
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from kube import placementloop
+from testbed import placementloop
 from tests.e2e.conftest import RealCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.controlplane, pytest.mark.slow]

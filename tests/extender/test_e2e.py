@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from extender import local
-from kube import cache, controlplane, localcluster, rest
+from kube import cache, rest
+from testbed import controlplane, localcluster
 from tests.builders import make_nodemetric_dict
 
 pytestmark = pytest.mark.controlplane

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kube import cache, controlplane, rest
+from kube import cache, rest
+from testbed import controlplane
 
 pytestmark = pytest.mark.controlplane
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kube import controlplane, events, eviction, localcluster, rest
+from kube import events, eviction, rest
+from testbed import controlplane, localcluster
 
 pytestmark = pytest.mark.controlplane
 

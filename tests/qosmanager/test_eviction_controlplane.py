@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from cgroups import CgroupVersion, Driver
-from kube import events, eviction, localcluster, rest
+from kube import events, eviction, rest
 from metriccache import MetricCache, Sample, kinds
 from qosmanager import (
     Decision,
@@ -22,6 +22,7 @@ from qosmanager import (
     ResourceExecutor,
 )
 from qosmanager.plugins.memoryevict import MemoryEvict
+from testbed import localcluster
 from tests.cgroupfs_builder import write_pod_tree
 from tests.qosmanager.builders import GI, FakeClock, FakeStates, make_node, thresholds
 

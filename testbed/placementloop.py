@@ -1,8 +1,8 @@
 """The placement loop on real nodes: a hot node, and nodeqos moving its load away.
 
 Shared by the e2e test (tests/e2e/test_placement.py) and `make demo` in its
-real-node mode; both run it on three `kube.localnodes` nodes (real kubelets and
-containerds) beside a `kube.controlplane.ControlPlane` with kube-scheduler and
+real-node mode; both run it on three `testbed.localnodes` nodes (real kubelets and
+containerds) beside a `testbed.controlplane.ControlPlane` with kube-scheduler and
 kube-controller-manager. Nothing here plays a Kubernetes part:
 
 1. `installed`: deploy/ applied as a user applies it, with an overlay for three
@@ -20,7 +20,7 @@ kube-controller-manager. Nothing here plays a Kubernetes part:
    Eviction API (the PDB keeps web); the kubelet stops the pods; the ReplicaSet
    controller recreates them; kube-scheduler, asking the extender, binds them to
    n2 and n3; n1's next NodeMetric whose window starts after the evicted pods
-   were gone shows it cool. `kube.placementwatch` follows it into an `Outcome`;
+   were gone shows it cool. `testbed.placementwatch` follows it into an `Outcome`;
    `say` narrates it.
 
 Thresholds are percentages of a node's allocatable CPU (the host's two cores),
@@ -57,7 +57,8 @@ from typing import Any
 
 import yaml
 
-from kube import controlplane, localcluster, placementwatch, rest
+from kube import rest
+from testbed import controlplane, localcluster, placementwatch
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 SYSTEM_NAMESPACE = "nodeqos-system"
@@ -68,7 +69,7 @@ HIGH_CPU, LOW_CPU = 12, 6  # LowNodeLoad, percent of allocatable
 EXTENDER_CPU = 10  # the extender refuses nodes above this (below HIGH_CPU)
 PLACEHOLDER = "NODEQOS_IMAGE"
 EXTENDER_PORT = 10262
-BUSYBOX_IMAGE = "nodeqos.local/busybox:1"  # kube.localnodes imports it into every node
+BUSYBOX_IMAGE = "nodeqos.local/busybox:1"  # testbed.localnodes imports it into every node
 WINDOW_SECONDS = 20
 NODEMETRIC_SPEC = {
     "metricCollectPolicy": {

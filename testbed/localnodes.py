@@ -1,6 +1,6 @@
 """Real Kubernetes nodes on this one machine: per node a containerd and a kubelet.
 
-Used by the e2e suite (`make e2e`, tests/e2e) against a `kube.controlplane.ControlPlane`
+Used by the e2e suite (`make e2e`, tests/e2e) against a `testbed.controlplane.ControlPlane`
 started with `nodes=[...]` (each kubelet gets its own identity) and the node
 lifecycle controller (it lifts the not-ready taint). The binaries come from
 ``hack/node-setup.sh``: containerd, runc and the CNI plugins from Debian, the
@@ -14,7 +14,7 @@ Each node is its own world, so the nodes do not see each other's pods:
 - a kubelet with its own root dir, pod log dir, ports, node name and cgroup
   root (``/nodeqos-<name>``, so its pods live under
   ``/sys/fs/cgroup/<subsystem>/nodeqos-<name>/kubepods``);
-- images imported from local builds (`kube.ociimage`), never pulled.
+- images imported from local builds (`testbed.ociimage`), never pulled.
 
 Machine facts handled here (found on the development VM, Debian 12, kernel 6.18):
 
@@ -30,7 +30,7 @@ Machine facts handled here (found on the development VM, Debian 12, kernel 6.18)
 - the kubelet refuses a loopback node IP, so it picks the host's address; it
   serves its API on loopback only (no logs/exec through the API server);
 - no kube-proxy: with the API server bound to every address, `running_nodes`
-  routes the ``kubernetes`` Service (10.0.0.1:443) to it (`kube.servicenat`),
+  routes the ``kubernetes`` Service (10.0.0.1:443) to it (`testbed.servicenat`),
   so in-cluster clients in pods work as on a real cluster.
 """
 
@@ -50,7 +50,7 @@ from typing import IO, Any
 
 import yaml
 
-from kube import controlplane, machinelock, nodeconfig, ociimage, servicenat
+from testbed import controlplane, machinelock, nodeconfig, ociimage, servicenat
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ def running_nodes(
 ) -> Iterator[list[LocalNode]]:
     """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
 
-    One set of nodes per machine at a time (`kube.machinelock`): bridges, pod
+    One set of nodes per machine at a time (`testbed.machinelock`): bridges, pod
     subnets, cgroup roots and the Service route are machine-wide names.
     """
     binaries = binaries or NodeBinaries.find()

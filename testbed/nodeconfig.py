@@ -1,6 +1,6 @@
-"""Configuration files of one real node (`kube.localnodes`), as pure functions of
+"""Configuration files of one real node (`testbed.localnodes`), as pure functions of
 its name, index and directory: containerd's config.toml, the CNI network, and the
-KubeletConfiguration. The reasons for each setting are in `kube.localnodes`.
+KubeletConfiguration. The reasons for each setting are in `testbed.localnodes`.
 """
 
 from __future__ import annotations

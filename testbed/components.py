@@ -1,6 +1,6 @@
 """Command lines and configuration for the control plane's optional components.
 
-`kube.controlplane.ControlPlane` runs etcd and kube-apiserver always, and, when
+`testbed.controlplane.ControlPlane` runs etcd and kube-apiserver always, and, when
 asked, the real kube-scheduler and kube-controller-manager built from the same
 pinned module. This module holds what is specific to those two, as pure
 functions over paths and ports, so the lifecycle code stays in one place:

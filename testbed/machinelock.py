@@ -1,7 +1,7 @@
-"""One set of real local nodes per machine (`kube.localnodes`).
+"""One set of real local nodes per machine (`testbed.localnodes`).
 
 Bridges (``nqbr<i>``), pod subnets (``10.244.<i>.0/24``), cgroup roots
-(``/nodeqos-<name>``) and the ``kubernetes`` Service route (`kube.servicenat`)
+(``/nodeqos-<name>``) and the ``kubernetes`` Service route (`testbed.servicenat`)
 are names the whole machine shares: two `make e2e` runs at once would put pods
 of both clusters on one bridge with clashing addresses and send each other's
 pods to the wrong API server. `held` serialises them with an flock; a run that

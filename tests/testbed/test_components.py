@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kube import components, controlplane, localcluster, rest
+from kube import rest
+from testbed import components, controlplane, localcluster
 
 pytestmark = pytest.mark.controlplane
 

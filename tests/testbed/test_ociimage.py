@@ -1,4 +1,4 @@
-"""kube.ociimage: images assembled locally are valid OCI layouts with the right content."""
+"""testbed.ociimage: images assembled locally are valid OCI layouts with the right content."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kube import ociimage
+from testbed import ociimage
 
 
 @pytest.fixture

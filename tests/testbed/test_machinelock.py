@@ -1,4 +1,4 @@
-"""kube.machinelock: one set of real local nodes per machine."""
+"""testbed.machinelock: one set of real local nodes per machine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kube import machinelock
+from testbed import machinelock
 
 
 def test_second_holder_times_out_naming_the_first(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from kube import controlplane, rest
+from kube import rest
+from testbed import controlplane
 
 pytestmark = pytest.mark.controlplane
 
@@ -80,7 +81,7 @@ def test_sigterm_leaves_no_process_behind(control_plane: controlplane.ControlPla
     script = textwrap.dedent("""
         import signal, sys, time
         from pathlib import Path
-        from kube import controlplane
+        from testbed import controlplane
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         with controlplane.ControlPlane(crds_dir=None) as plane:
             print(plane.workdir, flush=True)

@@ -1,4 +1,4 @@
-"""Following the placement loop on real nodes through the API: `kube.placementloop`'s eyes.
+"""Following the placement loop on real nodes through the API: `testbed.placementloop`'s eyes.
 
 `Watch.poll` reads the scenario namespace's Events (the descheduler's
 `Descheduled` and `EvictionFailed`), its Pods (evicted ones gone, replacements

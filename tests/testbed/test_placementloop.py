@@ -1,4 +1,4 @@
-"""kube.placementloop's overlay of deploy/: every patched config still loads, and deploy/
+"""testbed.placementloop's overlay of deploy/: every patched config still loads, and deploy/
 itself is left as shipped (the e2e run of the loop is tests/e2e/test_placement.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kube import placementloop
+from testbed import placementloop
 
 IMAGE = "nodeqos.local/nodeqos:dev"
 

@@ -1,6 +1,6 @@
 """Container images for the real-node cluster, assembled locally, never pulled.
 
-`kube.localnodes` imports these into each node's containerd (`ctr -n k8s.io
+`testbed.localnodes` imports these into each node's containerd (`ctr -n k8s.io
 images import`). Two images are built here from Debian's `busybox-static`
 (one static binary, so the image needs no libc):
 

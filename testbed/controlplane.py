@@ -12,12 +12,12 @@ What it sets up, and why:
   with `scheduler=True` / `controllers=True` also kube-scheduler (its
   KubeSchedulerConfiguration given as a mapping, e.g. with the nodeqos
   extender) and kube-controller-manager, each under its own bootstrap identity
-  (see `kube.components`); fast tests leave both off;
+  (see `testbed.components`); fast tests leave both off;
 - certificates and the service-account signing key from ``certgen`` (a Go
   helper built with the binaries, so Python needs no crypto package);
 - with `bind_address="0.0.0.0"` it serves on every host address, for pods of
   real nodes reaching it through the ``kubernetes`` Service (10.0.0.1, in the
-  serving certificate; `kube.localnodes` routes it);
+  serving certificate; `testbed.localnodes` routes it);
 - RBAC authorization, a static admin token in ``system:masters`` and the
   TokenRequest API, so tests can act as other identities and see real 403s;
 - the ``ServiceAccount`` admission plugin off unless asked for: without the
@@ -50,7 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from kube import components
+from testbed import components
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class ControlPlane:
         self._binaries = binaries
         # For tests of clients against a server without a feature (WatchList off, say).
         self._apiserver_feature_gates = dict(apiserver_feature_gates or {})
-        # 127.0.0.1 keeps the API server off the network; real nodes (kube.localnodes)
+        # 127.0.0.1 keeps the API server off the network; real nodes (testbed.localnodes)
         # need 0.0.0.0 so their pods reach it through the `kubernetes` Service.
         # Clients here always use the loopback URL either way.
         self.bind_address = bind_address
@@ -194,7 +194,7 @@ class ControlPlane:
             components.DEFAULT_CONTROLLERS if controllers is True else tuple(controllers or ())
         )
         self._service_account_admission = service_account_admission
-        # Kubelets of real nodes (kube.localnodes): user system:node:<name> in
+        # Kubelets of real nodes (testbed.localnodes): user system:node:<name> in
         # group system:nodes, which the Node authorizer serves.
         self._node_tokens = {name: secrets.token_hex(16) for name in nodes}
         self._component_tokens = {

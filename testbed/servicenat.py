@@ -3,7 +3,7 @@
 In a real cluster kube-proxy (or a CNI) routes the Service's ClusterIP to the
 API server's endpoints; pods find it through ``KUBERNETES_SERVICE_HOST`` and
 ``KUBERNETES_SERVICE_PORT``, which the kubelet sets from the Service. The local
-nodes (`kube.localnodes`) run no kube-proxy, so this module installs the one
+nodes (`testbed.localnodes`) run no kube-proxy, so this module installs the one
 rule kube-proxy would: a DNAT of the ClusterIP's port 443 to the host address
 and port the API server listens on, in ``nat PREROUTING`` (pods' traffic
 arriving from their bridges) and ``nat OUTPUT`` (host-network pods and the
