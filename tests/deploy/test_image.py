@@ -7,6 +7,7 @@ the top-level packages of the wheel that ``pip wheel`` really builds.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -42,23 +43,19 @@ def test_dockerfile_copies_only_product_packages() -> None:
 @pytest.mark.slow
 def test_wheel_holds_only_product_packages(tmp_path: Path) -> None:
     """The wheel pyproject.toml builds holds the product packages and no others."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        cwd=tmp_path,
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    source = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", ".*_cache"),
     )
-    (wheel,) = tmp_path.glob("nodeqos-*.whl")
+    wheels = tmp_path / "wheels"
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"]
+    subprocess.run(
+        [*pip_wheel, "--no-build-isolation", "--wheel-dir", str(wheels), str(source)], check=True
+    )
+    (wheel,) = wheels.glob("nodeqos-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         top = {name.split("/")[0] for name in archive.namelist() if "/" in name}
     packages = {name for name in top if not name.endswith(".dist-info")}
