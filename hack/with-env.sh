@@ -83,7 +83,7 @@ build_venv() {
   echo "$dep_site" > "$(site_packages "$venv")/_nodeqos_deps.pth"
   for script in "$deps"/bin/*; do
     case ${script##*/} in python* | activate* | Activate* | pip*) continue ;; esac
-    if head -n 1 "$script" | grep -qaF "#!$deps/bin/python"; then
+    if head -n 1 "$script" | grep -qaE '^#!.*/bin/python[0-9.]*$'; then
       { echo "#!$venv/bin/python"; tail -n +2 "$script"; } > "$venv/bin/${script##*/}"
       chmod +x "$venv/bin/${script##*/}"
     else
