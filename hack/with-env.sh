@@ -33,6 +33,7 @@ for req in [*build, *project.get("dependencies", []), *extras.get("test", [])]:
     print(req)
 PY
 )
+((${#requirements[@]} > 3)) || fail "could not read the requirements in $repo/pyproject.toml"
 deps_key=$( (printf '%s\n' "${requirements[@]}"; "$python" -c 'import sys; print(sys.version)') | sha256sum | cut -c1-16)
 wheels="$cache_root/wheels/$deps_key"
 deps="$cache_root/deps/$deps_key"
@@ -122,12 +123,14 @@ prune() {
 }
 
 # Built in place (console-script shebangs hold absolute paths, so a venv cannot
-# be moved), under a lock, and trusted only once its completion stamp exists.
-if [[ ! -f "$venv/.nodeqos-complete" ]]; then
+# be moved), under a lock, and trusted only once its completion stamp and its
+# dependencies' exist.
+ready() { [[ -f "$venv/.nodeqos-complete" && -f "$deps/.nodeqos-complete" ]]; }
+if ! ready; then
   mkdir -p "$cache_root/venv" "$cache_root/deps" "$cache_root/wheels"
   exec 8>"$cache_root/venv/.lock"
   flock 8
-  if [[ ! -f "$venv/.nodeqos-complete" ]]; then
+  if ! ready; then
     prune
     build_deps
     build_venv
