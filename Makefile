@@ -8,13 +8,18 @@ PYTEST_ARGS ?=
 # make bench BENCH='--publish lownodeload': arguments of python -m bench
 BENCH ?=
 
-.PHONY: demo test lint typecheck unit e2e bench soak control-plane node-setup clean-cache
+.PHONY: demo test test-under-load lint typecheck unit e2e bench soak control-plane node-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
 
 test:
 	$(ENV) sh -c 'ruff check . && ruff format --check . && mypy && pytest $(PYTEST_ARGS)'
+
+# make test beside stress-ng (installed if missing, stopped at the end whatever
+# the outcome): what a shared, busy CI machine does to the suite. ~20+ minutes.
+test-under-load:
+	PYTEST_ARGS='$(PYTEST_ARGS)' hack/test-under-load.sh
 
 lint:
 	$(ENV) sh -c 'ruff check . && ruff format --check .'

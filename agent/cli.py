@@ -33,7 +33,7 @@ import click
 from prometheus_client import CollectorRegistry
 
 import qosmanager
-from agent import cluster, config, features, standalone
+from agent import cluster, config, features, schedule, standalone
 from qosmanager import features as qfeatures
 
 log = logging.getLogger("agent")
@@ -192,6 +192,7 @@ def build_command(
     registry_extras: Callable[[qosmanager.PluginRegistry], object] | None = None,
     *,
     qos_plugins: Iterable[object] = (),
+    clock: schedule.Clock | None = None,
 ) -> click.Command:
     """The `nodeqos-agent` command over a fresh QoS plugin registry.
 
@@ -202,7 +203,8 @@ def build_command(
     parsing; `registry_extras` may then register more by hand
     (`qosmanager.register_qos_ext_plugin`). The command carries the agent's
     flags, every plugin's flags (their callbacks configure the plugin
-    instances that then run) and `--qos-extension-plugins`.
+    instances that then run) and `--qos-extension-plugins`. `clock` (default:
+    the system's) times the collection rounds and everything else.
     """
     plugins = qosmanager.plugin_registry(qos_plugins)
     if registry_extras is not None:
@@ -211,19 +213,27 @@ def build_command(
         "nodeqos-agent",
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
         params=[*_agent_params(), *plugins.click_params()],
-        callback=functools.partial(_run_agent, plugins),
+        callback=functools.partial(_run_agent, plugins, clock=clock),
         help=_HELP,
     )
 
 
-def run(argv: Sequence[str] | None = None, *, qos_plugins: Iterable[object] = ()) -> None:
+def run(
+    argv: Sequence[str] | None = None,
+    *,
+    qos_plugins: Iterable[object] = (),
+    clock: schedule.Clock | None = None,
+) -> None:
     """Run `nodeqos-agent` with `argv` (default: sys.argv) and extra QoS plugins; exits.
+
+    `clock` replaces the system clock (tests drive a fake node from the agent's
+    own clock with it).
 
     import becgroupidle
     from agent import cli
     cli.run(qos_plugins=[becgroupidle])   # --qos-extension-plugins=BECgroupIdle=true
     """
-    build_command(qos_plugins=qos_plugins).main(args=argv, prog_name="nodeqos-agent")
+    build_command(qos_plugins=qos_plugins, clock=clock).main(args=argv, prog_name="nodeqos-agent")
 
 
 def main() -> None:
@@ -234,6 +244,7 @@ def main() -> None:
 def _run_agent(
     plugins: qosmanager.PluginRegistry,
     *,
+    clock: schedule.Clock | None,
     node_name: str,
     cgroup_root: Path,
     proc_root: Path,
@@ -305,7 +316,7 @@ def _run_agent(
     registry = CollectorRegistry()
     try:
         if standalone_mode:  # collection only: no QoS plugin runs
-            standalone.run(cfg, registry, stop=stop, out=sys.stdout)
+            standalone.run(cfg, registry, stop=stop, out=sys.stdout, clock=clock)
         else:
             cluster.run(
                 cfg,
@@ -314,6 +325,7 @@ def _run_agent(
                 extension_gates=extension_gates,
                 stop=stop,
                 out=sys.stdout,
+                clock=clock,
             )
     except standalone.ConfigError as err:
         raise click.BadParameter(str(err), param_hint=err.flag) from None

@@ -3,14 +3,13 @@
     node = LiveNode(tmp_path, node_cpu=1.5)             # fake cgroup v2/systemd tree + /proc
     pods = create_scenario_pods(kube, namespace, "n1")  # Guaranteed, Burstable, BestEffort
     node.add_api_pod(pods[0], cpu=0.5)                  # its cgroups, using 0.5 cores from now on
-    with node.running(), AgentProcess(tmp_path, control_plane.kubeconfig, node, "n1") as agent:
+    with AgentProcess(tmp_path, control_plane.kubeconfig, node, "n1") as agent:
         status = wait_for_report(kube, "n1")
 
-`LiveNode` advances the tree's CPU counters (cgroup `cpu.stat`, `/proc/stat` busy
-ticks) in a background thread from wall time, so a real agent process reading it
-every 200 ms measures exactly the configured usage. Counters are rewritten in
-place (pwrite, never truncated: they only grow), so the agent's kept-open
-files never see a half-written file.
+The tree's CPU counters (cgroup `cpu.stat`, `/proc/stat` busy ticks) are a pure
+function of time that the agent's own clock renders as each collection round
+starts (`tests.agent.livenode`), so a real agent process reading them every
+200 ms measures exactly the configured usage, however busy the machine.
 """
 
 from __future__ import annotations
@@ -22,12 +21,10 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +33,7 @@ from cgroups import CgroupVersion, Driver, QoSLevel
 from kube import rest, slo
 from metriccache import MetricCache, Sample, kinds
 from testbed import localcluster
+from tests.agent import livenode
 from tests.agent.builders import HZ
 from tests.cgroupfs_builder import FakePod, fake_container, fake_pod, write_meminfo, write_pod_tree
 
@@ -56,66 +54,27 @@ def eventually(check: Callable[[], Any], what: str, timeout: float = 15.0) -> An
         time.sleep(0.1)
 
 
-def write_in_place(path: Path, text: str) -> None:
-    """Overwrite a file whose content only grows, without ever truncating it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, text.encode(), 0)
-    finally:
-        os.close(fd)
-
-
-def _cpu_stat_v2(usage_ns: int) -> str:
-    usec = usage_ns // 1000
-    return (
-        f"usage_usec {usec}\nuser_usec {usec}\nsystem_usec 0\n"
-        "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n"
-    )
-
-
-def _proc_stat(busy: int, idle: int) -> str:
-    line = f"{busy} 0 0 {idle} 0 0 0 0 0 0"
-    return f"cpu  {line}\ncpu0 {line}\nintr 1 0\nctxt 2\nbtime 1700000000\nprocesses 3\n"
-
-
-@dataclass
-class _Counter:
-    """A CPU counter that grows at `cores` from `since` (monotonic) on."""
-
-    path: Path
-    render: Callable[[int], str]
-    cores: float
-    base: float  # nanoseconds (cgroups) or ticks (/proc/stat) at `since`
-    since: float
-    per_core: float  # counter units per core-second
-    last_written: int = field(default=-1)
-
-    def value(self, now: float) -> int:
-        return int(self.base + self.cores * self.per_core * (now - self.since))
-
-    def set_cores(self, cores: float, now: float) -> None:
-        self.base, self.since, self.cores = self.value(now), now, cores
-
-
 class LiveNode:
-    """A fake cgroup v2 (systemd) node with /proc, its counters moving in real time."""
+    """A fake cgroup v2 (systemd) node with /proc, its CPU counters a pure function of time.
+
+    What each counter is lives in `spec` (`livenode.write_spec`); an agent run
+    by `AgentProcess` renders the counters from its own clock as it collects.
+    """
 
     def __init__(self, tmp_path: Path, *, node_cpu: float, total_gib: int = 16, used_gib: int = 4):
         self.tree = write_pod_tree(tmp_path / "cgroup", CgroupVersion.V2, Driver.SYSTEMD)
         self.proc = tmp_path / "proc"
         self.proc.mkdir(parents=True, exist_ok=True)
+        self.spec = tmp_path / "livenode.json"
         write_meminfo(
             self.proc, total_kb=total_gib << 20, available_kb=(total_gib - used_gib) << 20
         )
-        self._lock = threading.Lock()
-        now = time.monotonic()
-        self._counters: dict[str, _Counter] = {
-            "node": _Counter(
-                self.proc / "stat", lambda busy: _proc_stat(busy, 10**9), node_cpu, 10**6, now, HZ
-            )
+        stat = self.proc / "stat"
+        stat.unlink(missing_ok=True)  # rewritten in place from now on
+        self._counters: dict[str, livenode.Counter] = {
+            "node": livenode.Counter(str(stat), "proc_stat", node_cpu, 10**6, time.monotonic(), HZ)
         }
-        self._flush(now)
-        self._stop = threading.Event()
+        self._publish()
 
     @property
     def cgroup_root(self) -> Path:
@@ -137,43 +96,23 @@ class LiveNode:
         dirs = [self.tree.pod_dir(fake)] + [
             self.tree.container_dir(fake, c) for c in fake.containers
         ]
-        with self._lock:
-            for rel in dirs:
-                self._counters[str(rel)] = _Counter(
-                    self.tree.root / rel / "cpu.stat", _cpu_stat_v2, cpu, 10**9, now, 10**9
-                )
-            self._flush(now)
+        for rel in dirs:
+            path = self.tree.root / rel / "cpu.stat"
+            path.unlink()  # the builder's static content; rewritten in place from now on
+            self._counters[str(rel)] = livenode.Counter(
+                str(path), "cpu_stat_v2", cpu, 10**9, now, 10**9
+            )
+        self._publish()
         return fake
 
     def set_node_cpu(self, cores: float) -> None:
-        with self._lock:
-            self._counters["node"].set_cores(cores, time.monotonic())
+        """The node uses `cores` from now on."""
+        self._counters["node"] = self._counters["node"].moved_to(cores, time.monotonic())
+        self._publish()
 
-    def _flush(self, now: float) -> None:
-        for counter in self._counters.values():
-            value = counter.value(now)
-            if counter.last_written < 0:  # replaces the builder's content once
-                counter.path.write_text(counter.render(value))
-            elif value != counter.last_written:
-                write_in_place(counter.path, counter.render(value))
-            counter.last_written = value
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            with self._lock:
-                self._flush(time.monotonic())
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[LiveNode]:
-        """Advance the counters in a background thread while the block runs."""
-        self._stop.clear()
-        thread = threading.Thread(target=self._run, name="live-node", daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            thread.join(5)
+    def _publish(self) -> None:
+        livenode.render(self._counters.values(), time.monotonic())
+        livenode.write_spec(self.spec, self._counters.values())
 
 
 # -- the cluster side -----------------------------------------------------------------
@@ -302,7 +241,11 @@ def _die_with_parent() -> None:  # in the child between fork and exec, as testbe
 
 
 class AgentProcess:
-    """`python -m agent` in cluster mode over a `LiveNode`; stderr goes to a log file."""
+    """The agent in cluster mode over a `LiveNode`, its clock rendering the node's counters.
+
+    `python -m tests.agent.livenode`: `nodeqos-agent` with a `livenode.LiveClock`.
+    stderr goes to a log file.
+    """
 
     def __init__(
         self,
@@ -319,7 +262,8 @@ class AgentProcess:
         self.args = [
             sys.executable,
             "-m",
-            "agent",
+            "tests.agent.livenode",
+            str(node.spec),
             "--node-name",
             node_name,
             "--kubeconfig",

@@ -127,7 +127,7 @@ def test_published_nodemetric_has_the_exact_shape_and_numbers(
             "nodeAggregatePolicy": {"durations": ["10s", "20s"]},
         },
     )
-    with live.running(), AgentProcess(tmp_path, control_plane.kubeconfig, live, node_name) as agent:
+    with AgentProcess(tmp_path, control_plane.kubeconfig, live, node_name) as agent:
         first = wait_for_report(kube, node_name)
         check_shape(first["status"], ["10s", "20s"])
         assert first["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 30  # kept
@@ -200,12 +200,9 @@ def test_default_windows_created_object_and_half_coverage(
         system_memory=NODE_MEMORY,
     )
     live = LiveNode(tmp_path, node_cpu=NODE_CPU, used_gib=4)
-    with (
-        live.running(),
-        AgentProcess(
-            tmp_path, control_plane.kubeconfig, live, node_name, cache_path=cache_path
-        ) as agent,
-    ):
+    with AgentProcess(
+        tmp_path, control_plane.kubeconfig, live, node_name, cache_path=cache_path
+    ) as agent:
         obj = wait_for_report(kube, node_name)
         _code, health = agent.get("/healthz")
         agent.terminate()

@@ -40,7 +40,7 @@ def test_agent_survives_an_api_outage_and_reports_within_one_interval(
     localcluster.register_node(kube, node_name)
     create_nodemetric(kube, node_name, {"reportIntervalSeconds": REPORT_INTERVAL})
     live = LiveNode(tmp_path, node_cpu=1.0)
-    with live.running(), AgentProcess(tmp_path, plane.kubeconfig, live, node_name) as agent:
+    with AgentProcess(tmp_path, plane.kubeconfig, live, node_name) as agent:
         before = wait_for_report(kube, node_name)["status"]["updateTime"]
         rounds_before = agent.metric("nodeqos_agent_collect_rounds_total") or 0.0
 

@@ -29,7 +29,7 @@ current-context: gone
 """
     )
     live = LiveNode(tmp_path, node_cpu=0.5)
-    with live.running(), AgentProcess(tmp_path, kubeconfig, live, "offline") as agent:
+    with AgentProcess(tmp_path, kubeconfig, live, "offline") as agent:
         eventually(
             lambda: (agent.metric("nodeqos_agent_collect_rounds_total") or 0) >= 10,
             "ten collection rounds",

@@ -220,7 +220,7 @@ def test_the_agent_process_runs_on_exactly_the_shipped_rights(
     n1, _ = nodes
     identity = control_plane.service_account(NAMESPACE, "nodeqos-agent", node=n1)
     live = clusterkit.LiveNode(tmp_path, node_cpu=1.0)
-    with live.running(), clusterkit.AgentProcess(tmp_path, identity.kubeconfig, live, n1) as agent:
+    with clusterkit.AgentProcess(tmp_path, identity.kubeconfig, live, n1) as agent:
         before = ((clusterkit.nodemetric(kube, n1) or {}).get("status") or {}).get("updateTime")
         clusterkit.wait_for_report(kube, n1, after=before, timeout=40)
         code, body = clusterkit.eventually(
