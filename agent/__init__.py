@@ -20,8 +20,7 @@
 
 `run(argv, qos_plugins=[...])` is `nodeqos-agent` with extra QoS plugins, for an
 image that composes its own agent in Python; installed packages declaring entry
-points in group `nodeqos.agent.qos_plugins` need no code at all (README.md,
-"Writing a plugin").
+points in group `nodeqos.agent.qos_plugins` need no code at all (docs/plugins.md).
 """
 
 from collections.abc import Iterable, Sequence

@@ -336,10 +336,10 @@ def test_agent_writes_the_be_knob_with_the_installed_plugin(
     assert (dirs["web"] / "cpu.weight").read_text() == "39\n"
 
 
-def test_readme_walk_through_quotes_the_example() -> None:
-    """Every line of the code the README's descheduler walk-through shows is in examples/nodepressure."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### A descheduler plugin", 1)[1].split("### A QoS plugin", 1)[0]
+def test_docs_walk_through_quotes_the_example() -> None:
+    """Every line of the code the docs' descheduler walk-through shows is in examples/nodepressure."""
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    section = page.split("## A descheduler plugin", 1)[1].split("## A QoS plugin", 1)[0]
     blocks = re.findall(r"```(?:python|toml)\n(.*?)```", section, re.DOTALL)
     assert len(blocks) == 3
     source = "\n".join(
