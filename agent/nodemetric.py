@@ -12,7 +12,8 @@ in-cluster reporter. The rules are docs/design.md's ("NodeMetric") and koordlet'
   `nodeAggregatePolicy.durations` window (5m, 10m, 30m) with avg, p50, p90,
   p95 and p99; a window whose cpu or memory samples span less than half of it
   is written empty (`slo.AggregatedUsage.empty`), as koordlet's cold-start
-  filter does. koordlet leaves `avg` out of these; docs/design.md asks for it.
+  filter does. koordlet leaves `avg` out of these; docs/design.md, "NodeMetric",
+  asks for it.
 - `podsMetric`: the average over `aggregateDurationSeconds` of every pod in
   `pods` that has both cpu and memory samples, sorted by namespace then name,
   with the pod's Koordinator priority and QoS classes.
