@@ -24,7 +24,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import cgroups
-from agent import config, standalone
+from agent import assembly, config
 from agent.collectors import FileReader
 from agent.schedule import SystemClock
 from metriccache import kinds
@@ -135,7 +135,7 @@ def test_pod_cpu_matches_the_process_own_accounting(
         standalone=True,
     )
     clock = SystemClock()
-    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    agent = assembly.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
     try:
         assert (agent.fs.version, agent.fs.driver) == (
             cgroups.CgroupVersion.V1,
@@ -206,7 +206,7 @@ def test_node_usage_from_kubepods_is_the_pods_only(
         standalone=True,
     )
     clock = SystemClock()
-    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    agent = assembly.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
     try:
         cpu_before, wall_before = _process_cpu_seconds(busy_process.pid), time.monotonic()
         agent.collection.run_round()
