@@ -1,6 +1,6 @@
 # nodeqos developer entry points. The two that matter:
 #   make demo   — the end-to-end demo on a local control plane
-#   make test   — the whole test suite (lint, types, tests); .ci/run calls it
+#   make test   — the whole test suite (lint, types, docs site, tests); .ci/run calls it
 # Both set up everything they need (hack/with-env.sh), cached outside the repo.
 
 ENV := hack/with-env.sh
@@ -13,8 +13,9 @@ BENCH ?=
 demo:
 	$(ENV) python hack/demo
 
+# The docs site is built --strict into build/site (ignored): a broken link fails.
 test:
-	$(ENV) sh -c 'ruff check . && ruff format --check . && mypy && pytest $(PYTEST_ARGS)'
+	$(ENV) sh -c 'ruff check . && ruff format --check . && mypy && mkdocs build --strict --quiet --site-dir build/site && pytest $(PYTEST_ARGS)'
 
 # make test beside stress-ng (installed if missing, stopped at the end whatever
 # the outcome): what a shared, busy CI machine does to the suite. ~20+ minutes.

@@ -4,8 +4,9 @@
   one `CollectorRegistry`, signals);
 - `agent.cluster` - the in-cluster agent: states informer, collection,
   NodeMetric reporter and QoS plugins, each with its own readiness;
-- `agent.standalone` - the collection half (`assemble`) and the agent without
-  a cluster (`run`);
+- `agent.assembly` - what both modes share: the collection half (`assemble`),
+  the server (`serve`), the rounds (`collect`), `print_status`;
+- `agent.standalone` - the agent without a cluster (`run`);
 - `agent.collectors` - node, pod/container, best-effort group, host
   application, PSI and system-usage collectors; `agent.collection` runs them
   once per round and `agent.schedule` paces the rounds;
@@ -20,8 +21,7 @@
 
 `run(argv, qos_plugins=[...])` is `nodeqos-agent` with extra QoS plugins, for an
 image that composes its own agent in Python; installed packages declaring entry
-points in group `nodeqos.agent.qos_plugins` need no code at all (README.md,
-"Writing a plugin").
+points in group `nodeqos.agent.qos_plugins` need no code at all (docs/plugins.md).
 """
 
 from collections.abc import Iterable, Sequence

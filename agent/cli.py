@@ -33,7 +33,7 @@ import click
 from prometheus_client import CollectorRegistry
 
 import qosmanager
-from agent import cluster, config, features, schedule, standalone
+from agent import assembly, cluster, config, features, schedule, standalone
 from qosmanager import features as qfeatures
 
 log = logging.getLogger("agent")
@@ -327,7 +327,7 @@ def _run_agent(
                 out=sys.stdout,
                 clock=clock,
             )
-    except standalone.ConfigError as err:
+    except assembly.ConfigError as err:
         raise click.BadParameter(str(err), param_hint=err.flag) from None
     except qosmanager.PluginSetupError as err:
         raise click.ClickException(str(err)) from None

@@ -4,7 +4,7 @@
 
 - the API client (`--kubeconfig`, else the pod's in-cluster credentials);
 - `agent.states.States`: the Node, Pods, NodeSLO and NodeMetric informers;
-- the collection half, assembled by `agent.standalone.assemble` exactly as in
+- the collection half, assembled by `agent.assembly.assemble` exactly as in
   standalone mode except for its `PodSource`: `discovery.ClusterDiscovery`
   over the informer's pods;
 - the NodeMetric reporter (`agent.reporter`) in its own thread;
@@ -36,10 +36,10 @@ from prometheus_client import CollectorRegistry
 
 import cgroups
 import qosmanager
-from agent import discovery, health, reporter, standalone
+from agent import assembly, discovery, health, reporter
 from agent import states as agent_states
 from agent.config import AgentConfig
-from agent.schedule import Clock, SystemClock, Ticker
+from agent.schedule import Clock, SystemClock
 from agent.server import MetricsServer
 from kube import events, rest, slo
 from metriccache import MetricCache
@@ -64,7 +64,7 @@ def connect(config: AgentConfig) -> rest.Rest:
         # kubernetes.config raises ConfigException, OSError or ValueError here,
         # depending on what is missing or malformed; all mean "no credentials".
         where = config.kubeconfig or "the in-cluster service account or ~/.kube/config"
-        raise standalone.ConfigError(
+        raise assembly.ConfigError(
             "--kubeconfig", f"cannot load API credentials from {where}: {err}"
         ) from err
 
@@ -124,21 +124,19 @@ def run(
     """
     clock = clock or SystemClock()
     client = connect(config)
-    fs = standalone.open_cgroups(
-        config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root
-    )
+    fs = assembly.open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
     readiness = health.Readiness()
     recorder = events.Recorder(client, COMPONENT, config.node_name)
     states = agent_states.States(
         client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root
     )
     source = discovery.ClusterDiscovery(fs, states, retry_every=config.rescan_every)
-    agent = standalone.assemble(config, registry, clock, fs=fs, source=source, readiness=readiness)
+    agent = assembly.assemble(config, registry, clock, fs=fs, source=source, readiness=readiness)
     server: MetricsServer | None = None
     manager: qosmanager.Manager | None = None
     threads: list[threading.Thread] = []
     try:
-        server = standalone.serve(config, registry, readiness)
+        server = assembly.serve(config, registry, readiness)
         states.start()
         publisher = reporter.Reporter(
             client,
@@ -167,11 +165,9 @@ def run(
             config.node_name,
             ", ".join(manager.enabled()) or "none",
         )
-        ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
-        stats = ticker.run(agent.collection.run_round, duration=config.run_for)
-        log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)
+        assembly.collect(agent, config, clock, stop)
         if config.print_nodemetric:
-            standalone.print_status(agent, clock.time(), out, _policy(states))
+            assembly.print_status(agent, clock.time(), out, _policy(states))
     finally:
         stop.set()
         _shut_down(threads, manager, states, server, agent.cache)

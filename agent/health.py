@@ -1,8 +1,8 @@
 """Readiness of the agent's components, as `/healthz` reports it.
 
 Each component registers itself (`readiness.register("collector")`) and says
-when it is ready; nothing waits on a global barrier (DESIGN.md, "Beyond the
-reference" 7). The agent is healthy when every registered component is ready.
+when it is ready; nothing waits on a global barrier (docs/design.md, "Beyond
+the reference" 7). The agent is healthy when every registered component is ready.
 Thread-safe: the collection loop writes, the HTTP server's threads read.
 """
 

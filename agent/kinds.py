@@ -2,7 +2,7 @@
 the agent opens its cache with.
 
 Registered through metriccache's public `KindRegistry` API (the metric cache
-package stays free of agent concerns). `registry()` is what `agent.standalone`
+package stays free of agent concerns). `registry()` is what `agent.assembly`
 passes to `MetricCache.open`; tests use it for their in-memory caches too.
 """
 

@@ -2,7 +2,7 @@
 
 Pure apart from reading the cache: `build_status(cache, pods, now, policy)`
 is called by `--print-nodemetric` in standalone mode and, unchanged, by the
-in-cluster reporter. The rules are DESIGN.md's and koordlet's
+in-cluster reporter. The rules are docs/design.md's ("NodeMetric") and koordlet's
 (statesinformer `nodeMetricInformer.collectMetric`):
 
 - `nodeUsage` / `systemUsage`: the average over the last
@@ -12,7 +12,8 @@ in-cluster reporter. The rules are DESIGN.md's and koordlet's
   `nodeAggregatePolicy.durations` window (5m, 10m, 30m) with avg, p50, p90,
   p95 and p99; a window whose cpu or memory samples span less than half of it
   is written empty (`slo.AggregatedUsage.empty`), as koordlet's cold-start
-  filter does. koordlet leaves `avg` out of these; DESIGN.md asks for it.
+  filter does. koordlet leaves `avg` out of these; docs/design.md, "NodeMetric",
+  asks for it.
 - `podsMetric`: the average over `aggregateDurationSeconds` of every pod in
   `pods` that has both cpu and memory samples, sorted by namespace then name,
   with the pod's Koordinator priority and QoS classes.

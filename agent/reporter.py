@@ -9,7 +9,7 @@ collection. Each report:
    separate controller is needed, unlike Koordinator;
 2. reads the spec's `metricCollectPolicy` (a spec we cannot parse counts as
    unset: the defaults) and builds the status with
-   `agent.nodemetric.build_status`, which holds every rule of DESIGN.md;
+   `agent.nodemetric.build_status`, which holds every rule of docs/design.md, "NodeMetric";
 3. PUTs the object, carrying its `resourceVersion`, to the `status`
    subresource; on 409 Conflict it GETs the object again and retries, at
    most `CONFLICT_RETRIES` times; on 404 (deleted meanwhile) it creates it

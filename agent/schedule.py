@@ -7,7 +7,7 @@ runs at the first deadline not yet past. Sleeping between rounds goes through
 an injected `wait(seconds) -> stopped`, so a stop request ends the wait at once
 and tests drive the schedule with a fake clock instead of real time.
 
-The agent's collection loop (`agent.standalone`) runs on a `Ticker`.
+The agent's collection loop (`agent.assembly.collect`) runs on a `Ticker`.
 """
 
 from __future__ import annotations

@@ -1,201 +1,23 @@
 """The standalone agent: collection on any Linux machine, no cluster needed.
 
-`assemble` builds the collection half from an `AgentConfig` and the registry
-`main` made: the cgroup hierarchy (detected), /proc, the metric cache, pod
-discovery (by default by scanning kubepods), the collectors and their runner.
-`run` starts `/metrics` + `/healthz`, collects on the deadline schedule until
-stopped (or for `--run-for`), and with `--print-nodemetric` writes the
-NodeMetric status it would publish as YAML.
-
-The in-cluster agent (`agent.cluster`) assembles the same collection half with
-the states informer's pods as its `PodSource`, and reuses `serve` and
-`print_status`.
+`run` is what `nodeqos-agent --standalone` does: the collection half built by
+`agent.assembly.assemble` with its default `PodSource` (a scan of kubepods),
+`/metrics` + `/healthz`, rounds until stopped (or for `--run-for`), and with
+`--print-nodemetric` the NodeMetric status it would publish, as YAML. No QoS
+plugin runs and nothing is published.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
-import cgroups
-from agent import collectors, discovery, features, health, nodemetric, telemetry
-from agent import kinds as agent_kinds
-from agent.collection import Collection
-from agent.config import AgentConfig, NodeUsageSource
-from agent.schedule import Clock, SystemClock, Ticker
+from agent import assembly
+from agent.config import AgentConfig
+from agent.schedule import Clock, SystemClock
 from agent.server import MetricsServer
-from kube import slo
-from metriccache import MetricCache, MetricCacheError
-
-log = logging.getLogger(__name__)
-
-# metriccache keeps up to retention x rate samples per series; leave headroom
-# over the collection rate so jitter never sheds samples.
-_RATE_HEADROOM = 1.25
-
-
-class ConfigError(ValueError):
-    """A flag value the machine does not accept; `flag` names it for the CLI."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(message)
-        self.flag = flag
-
-
-def open_cgroups(
-    root: Path, driver: str, kubelet_root: PurePosixPath = cgroups.DEFAULT_KUBELET_ROOT
-) -> cgroups.CgroupFS:
-    """Detect the hierarchy at `root`; `driver` "auto" keeps the detected driver;
-    `kubelet_root` is the kubelet's cgroupRoot relative to the hierarchy."""
-    if not root.is_dir():
-        raise ConfigError("--cgroup-root", f"{root} is not a directory")
-    try:
-        detected = cgroups.detect(root, kubelet_root)
-    except cgroups.CgroupError as err:
-        raise ConfigError("--cgroup-root", str(err)) from err
-    if driver == "auto":
-        return detected
-    return cgroups.CgroupFS(
-        root=root,
-        version=detected.version,
-        driver=cgroups.Driver(driver),
-        kubelet_root=kubelet_root,
-    )
-
-
-def check_kubepods_readable(fs: cgroups.CgroupFS) -> None:
-    """`--node-usage-source=kubepods` needs the kubelet's pod cgroup; say which flag to fix."""
-    kubepods = fs.kubepods_root()
-    try:
-        cgroups.read_cpu_usage(fs, kubepods)
-        cgroups.read_memory_stat(fs, kubepods)
-    except cgroups.CgroupError as err:
-        raise ConfigError(
-            "--node-usage-source",
-            f"kubepods: cannot read the kubelet's pod cgroup {kubepods} ({err}); set "
-            "--kubelet-cgroup-root to the kubelet's cgroupRoot, or use "
-            "--node-usage-source=proc",
-        ) from err
-
-
-@dataclass(frozen=True, slots=True)
-class Agent:
-    """The assembled parts, for `run` and for benchmarks that drive rounds themselves."""
-
-    fs: cgroups.CgroupFS
-    cache: MetricCache
-    reader: collectors.FileReader
-    source: discovery.PodSource
-    collection: Collection
-    metrics: telemetry.AgentMetrics
-    readiness: health.Readiness
-
-    def close(self) -> None:
-        """Release the open cgroup files and close the metric cache (flushing it)."""
-        self.reader.close()
-        self.cache.close()
-
-
-def assemble(
-    config: AgentConfig,
-    registry: CollectorRegistry,
-    clock: Clock,
-    *,
-    flush_interval: float | None = 5.0,
-    fs: cgroups.CgroupFS | None = None,
-    source: discovery.PodSource | None = None,
-    readiness: health.Readiness | None = None,
-) -> Agent:
-    """Build the collection half; `ConfigError` names a flag the host rejects.
-
-    `fs` is the detected hierarchy when the caller already opened it;
-    `source` None scans kubepods (`StandaloneDiscovery`); `readiness` None
-    starts a fresh registry of components.
-    """
-    if fs is None:
-        fs = open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
-    if not (config.proc_root / "stat").is_file():
-        raise ConfigError("--proc-root", f"{config.proc_root} has no stat file; is it a procfs?")
-    node_from_pods = config.node_usage_source is NodeUsageSource.KUBEPODS
-    if node_from_pods:
-        check_kubepods_readable(fs)
-    procfs = cgroups.ProcFS(config.proc_root)
-    if readiness is None:
-        readiness = health.Readiness()
-    cache_ready = readiness.register("metriccache", "opening")
-    try:
-        cache = MetricCache.open(
-            config.metric_cache_path,
-            kinds=agent_kinds.registry(),
-            clock=clock.time,
-            flush_interval=flush_interval,
-            max_sample_rate_hz=max(1.25, _RATE_HEADROOM / config.collect_interval),
-        )
-    except MetricCacheError as err:
-        raise ConfigError("--metric-cache-path", str(err)) from err
-    cache_ready.set(True, f"open at {config.metric_cache_path}")
-    metrics = telemetry.AgentMetrics(registry)
-    registry.register(
-        telemetry.NodeUsageCollector(cache, clock, max_age=max(5.0, 3 * config.collect_interval))
-    )
-    if source is None:
-        source = discovery.StandaloneDiscovery(fs, rescan_every=config.rescan_every)
-    reader = collectors.FileReader()
-    found = collectors.build_collectors(
-        fs,
-        procfs,
-        source,
-        metrics.errors,
-        reader,
-        pod_psi=config.feature_gates.enabled(features.PSI_COLLECTOR),
-        node_from_pods=node_from_pods,
-    )
-    collection = Collection(found, cache, clock, metrics, readiness)
-    log.info(
-        "cgroup %s (%s driver) at %s; node usage from %s; collecting every %gs into %s",
-        fs.version.value,
-        fs.driver.value,
-        fs.root,
-        f"the {fs.kubepods_root()} cgroup" if node_from_pods else config.proc_root,
-        config.collect_interval,
-        config.metric_cache_path,
-    )
-    return Agent(fs, cache, reader, source, collection, metrics, readiness)
-
-
-def serve(
-    config: AgentConfig, registry: CollectorRegistry, readiness: health.Readiness
-) -> MetricsServer | None:
-    """Start `/metrics` + `/healthz` on `--metrics-addr` (None when it is "")."""
-    addr = config.metrics_addr
-    if addr is None:
-        return None
-    try:
-        server = MetricsServer(addr.host, addr.port, registry, readiness)
-    except OSError as err:
-        raise ConfigError("--metrics-addr", f"cannot listen on {addr}: {err}") from err
-    host, port = server.address
-    log.info("serving /metrics and /healthz on %s:%d", host, port)
-    return server
-
-
-def print_status(
-    agent: Agent,
-    now: float,
-    out: TextIO,
-    policy: slo.NodeMetricCollectPolicy | None = None,
-) -> None:
-    """Write the NodeMetric status the agent would publish now, as YAML."""
-    import yaml  # only for this once-per-run print: 0.8 MiB the running agent need not hold
-
-    status = nodemetric.build_status(agent.cache, agent.source.pod_metas(), now, policy)
-    out.write(yaml.safe_dump(status.to_api(), sort_keys=False))
-    out.flush()
 
 
 def run(
@@ -208,15 +30,13 @@ def run(
 ) -> None:
     """Run the standalone agent until `stop` is set or `config.run_for` has passed."""
     clock = clock or SystemClock()
-    agent = assemble(config, registry, clock)
+    agent = assembly.assemble(config, registry, clock)
     server: MetricsServer | None = None
     try:
-        server = serve(config, registry, agent.readiness)
-        ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
-        stats = ticker.run(agent.collection.run_round, duration=config.run_for)
-        log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)
+        server = assembly.serve(config, registry, agent.readiness)
+        assembly.collect(agent, config, clock, stop)
         if config.print_nodemetric:
-            print_status(agent, clock.time(), out)
+            assembly.print_status(agent, clock.time(), out)
     finally:
         if server is not None:
             server.close()

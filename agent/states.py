@@ -16,7 +16,7 @@ to what concerns this node (koordlet's statesinformer watches the same four):
 
 `States` implements `qosmanager.states.States` for the QoS plugins.
 
-Nobody waits on all of this (DESIGN.md, "Beyond the reference" 7): each
+Nobody waits on all of this (docs/design.md, "Beyond the reference" 7): each
 informer is its own `/healthz` component (`states/node`, `states/pods`,
 `states/nodeslo`, `states/nodemetric`) and turns ready when its first LIST
 arrived; collection starts at once with whatever pods are known, and the

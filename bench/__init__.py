@@ -7,7 +7,7 @@ every target is met. `python -m bench` runs them all, `python -m bench <name>
 
 A run writes to bench/results/local/ (untracked), so running the benchmarks
 leaves the tree clean; `python -m bench --publish ...` writes the tracked
-bench/results/<name>.json instead, which is how the README's numbers are
+bench/results/<name>.json instead, which is how docs/benchmarks.md's numbers are
 recorded. The choice travels in the environment (PUBLISH_ENV), so a benchmark's
 child processes and `python -m bench.<name>` honour it too.
 """

@@ -40,7 +40,7 @@ from typing import Any
 import psutil
 from prometheus_client import CollectorRegistry
 
-from agent import config, standalone
+from agent import assembly, config
 from bench import write_results
 from cgroups import CgroupVersion, Driver, QoSLevel
 
@@ -107,7 +107,7 @@ def write_node(root: Path, pods: int, version: CgroupVersion, driver: Driver) ->
     return tree.root, root / "proc"
 
 
-def assemble(cgroup_root: Path, proc_root: Path, state: Path) -> tuple[standalone.Agent, SimClock]:
+def assemble(cgroup_root: Path, proc_root: Path, state: Path) -> tuple[assembly.Agent, SimClock]:
     """The standalone agent over the fake node, with the simulated clock."""
     cfg = config.AgentConfig(
         node_name="bench",
@@ -118,10 +118,10 @@ def assemble(cgroup_root: Path, proc_root: Path, state: Path) -> tuple[standalon
         standalone=True,
     )
     clock = SimClock()
-    return standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None), clock
+    return assembly.assemble(cfg, CollectorRegistry(), clock, flush_interval=None), clock
 
 
-def tick(agent: standalone.Agent, clock: SimClock, n: int) -> None:
+def tick(agent: assembly.Agent, clock: SimClock, n: int) -> None:
     """What happens between rounds in the agent: time passes, the flusher works."""
     clock.advance(1.0)
     if n % FLUSH_EVERY == 0:

@@ -155,7 +155,7 @@ class MemoryStat:
 
     @property
     def working_set_without_cache(self) -> int:
-        """Memory that page-cache reclaim cannot free: the pod usage DESIGN.md defines."""
+        """Memory page-cache reclaim cannot free: pod usage (docs/design.md, "Usage semantics")."""
         return self.inactive_anon + self.active_anon + self.unevictable
 
 

@@ -37,7 +37,7 @@ class CpuTimes:
 
     @property
     def busy(self) -> int:
-        """Ticks doing work: user+nice+system+irq+softirq (DESIGN.md node CPU)."""
+        """Ticks doing work: user+nice+system+irq+softirq (docs/design.md, "Usage semantics")."""
         return self.user + self.nice + self.system + self.irq + self.softirq
 
     @property
@@ -55,7 +55,7 @@ class MemInfo:
 
     @property
     def used_bytes(self) -> int:
-        """MemTotal - MemAvailable, the node memory usage DESIGN.md defines."""
+        """MemTotal - MemAvailable, node memory (docs/design.md, "Usage semantics")."""
         return self.total_bytes - self.available_bytes
 
 

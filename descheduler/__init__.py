@@ -3,7 +3,7 @@
 `run(argv, plugins=[...])` is the descheduler command with extra plugins, for
 an image that composes its own descheduler in Python; installed packages
 declaring entry points in group `nodeqos.descheduler.plugins` need no code at
-all (README.md, "Writing a plugin").
+all (docs/plugins.md).
 """
 
 from collections.abc import Iterable, Sequence

@@ -78,7 +78,7 @@ class AggregatedArgs:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadAwareArgs:
-    """The extender's behaviour; field docs are on the wire names in the README."""
+    """The extender's behaviour; field docs are on the wire names in docs/scheduler-extender.md."""
 
     filter_expired_node_metrics: bool = True
     node_metric_expiration_seconds: int = 180

@@ -6,9 +6,10 @@ nodes it touches dirty, and a verb first recomputes the dirty nodes, so a
 5,000 nodes does a dictionary lookup and a few integer operations per node.
 
 A node's load, as Koordinator's LoadAwareScheduling computes it, with one change
-the descheduler shares (DESIGN.md): the NodeMetric's usage minus the `podsMetric`
-usage of pods that are no longer bound to the node (evicted, deleted, finished),
-so a pod that left stops counting at once instead of at the next report.
+the descheduler shares (docs/design.md, "LowNodeLoad's node load"): the
+NodeMetric's usage minus the `podsMetric` usage of pods that are no longer bound
+to the node (evicted, deleted, finished), so a pod that left stops counting at
+once instead of at the next report.
 
 The burst problem. kube-scheduler schedules pod k+1 while pod k's binding is
 still in flight, so no informer has seen pod k on its node yet; without help a

@@ -14,7 +14,7 @@ what koordlet writes, so the JSON is Go's encoding of Koordinator's types:
   parse to the same value). Koordinator's optional `devices` list is not modelled
   and is dropped on read.
 - An aggregate without enough samples (less than half of its window, see
-  DESIGN.md) is written the way koordlet writes a cold-start aggregate: the
+  docs/design.md, "NodeMetric") is written the way koordlet writes a cold-start aggregate: the
   entry stays, with its `duration`, and each of avg/p50/p90/p95/p99 is an empty
   ResourceMap ``{}``. `AggregatedUsage.empty()` builds one; `has_data` tells
   them apart. Readers also accept an entry without `usage` as empty.

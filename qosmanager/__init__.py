@@ -25,7 +25,7 @@ The agent composes it like this (names are this package's public surface):
 Plugins see the node through `States` and report through `Health`; both are
 Protocols the agent implements. Out-of-tree plugins are packages declaring an
 entry point in group `QOS_PLUGIN_GROUP` (`nodeqos.agent.qos_plugins`); see
-`qosmanager.discovery` and README.md, "Writing a plugin".
+`qosmanager.discovery` and docs/plugins.md.
 """
 
 from qosmanager.discovery import GROUP as QOS_PLUGIN_GROUP

@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +46,7 @@ from tests.cgroupfs_builder import (
     write_pod_tree,
     write_proc_stat,
 )
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -194,16 +194,6 @@ def admin(cluster: controlplane.ControlPlane) -> Iterator[tuple[rest.Rest, str]]
         kube.delete(f"/api/v1/namespaces/{namespace}")
 
 
-def eventually(check: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def replica_set(name: str, node: str, qos: str, replicas: int, **resources: Any) -> dict[str, Any]:
     labels = {"app": name, "koordinator.sh/qosClass": qos}
     container: dict[str, Any] = {"name": "main", "image": "busybox"}
@@ -253,6 +243,7 @@ def test_descheduler_evicts_through_the_api_with_the_installed_plugin(
     created = eventually(
         lambda: (items := kube.get(pods)["items"]) and len(items) == 3 and items,
         "the ReplicaSet controller's three pods",
+        timeout=30,
     )
     for pod in created:
         localcluster.mark_running(kube, pod)
@@ -336,10 +327,10 @@ def test_agent_writes_the_be_knob_with_the_installed_plugin(
     assert (dirs["web"] / "cpu.weight").read_text() == "39\n"
 
 
-def test_readme_walk_through_quotes_the_example() -> None:
-    """Every line of the code the README's descheduler walk-through shows is in examples/nodepressure."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### A descheduler plugin", 1)[1].split("### A QoS plugin", 1)[0]
+def test_docs_walk_through_quotes_the_example() -> None:
+    """Every line of the code the docs' descheduler walk-through shows is in examples/nodepressure."""
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    section = page.split("## A descheduler plugin", 1)[1].split("## A QoS plugin", 1)[0]
     blocks = re.findall(r"```(?:python|toml)\n(.*?)```", section, re.DOTALL)
     assert len(blocks) == 3
     source = "\n".join(

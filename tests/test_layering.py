@@ -1,4 +1,4 @@
-"""The package layering of docs/design.md holds: read every module's imports."""
+"""The package layering of docs/design.md, "The house", holds: read every module's imports."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_package_imports_only_what_design_allows(package: str) -> None:
-    """No module imports a package DESIGN.md forbids it."""
+    """No module imports a package docs/design.md, "The house", forbids it."""
     assert violations(package) == []
 
 

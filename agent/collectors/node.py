@@ -1,8 +1,9 @@
 """Node-level collectors: CPU and memory from /proc or the kubepods cgroup, PSI.
 
-Semantics are DESIGN.md's: node CPU is the busy ticks of the aggregate /proc/stat
-line (user+nice+system+irq+softirq) over wall time, in cores; node memory is
-MemTotal - MemAvailable. With `--node-usage-source=kubepods` the node is what
+Semantics are docs/design.md's ("Usage semantics"): node CPU is the busy ticks
+of the aggregate /proc/stat line (user+nice+system+irq+softirq) over wall time,
+in cores; node memory is MemTotal - MemAvailable. With
+`--node-usage-source=kubepods` the node is what
 the kubelet's pod cgroup (`<kubelet cgroup root>/kubepods`) uses instead: its
 CPU usage counter over wall time and its working set without page cache, the
 same measures as a pod's, so only the node's pods count (several kubelets on

@@ -3,7 +3,7 @@
 Per pod and per container, every round: CPU cores from the cgroup's usage
 counter delta over wall time (v1 `cpuacct.usage`, v2 `cpu.stat usage_usec`),
 memory as inactive_anon + active_anon + unevictable of `memory.stat` (the
-working set without page cache, DESIGN.md), and the throttled ratio
+working set without page cache, docs/design.md "Usage semantics"), and the throttled ratio
 Δnr_throttled / Δnr_periods of `cpu.stat` (0 when no period elapsed). With the
 PSICollector gate on, each pod's PSI avg10 is stored too.
 

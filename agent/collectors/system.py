@@ -1,7 +1,8 @@
 """System usage: what the node uses beyond pods and host applications.
 
-``system = node - Σ pods - Σ host applications``, floored at 0 (DESIGN.md),
-from the values the node, pod and host-application collectors noted in this
+``system = node - Σ pods - Σ host applications``, floored at 0
+(docs/design.md, "Usage semantics"), from the values the node, pod and
+host-application collectors noted in this
 same round. Host applications are processes outside kubepods that the
 operator names by cgroup (NodeSLO `hostApplications` in cluster mode); they
 are read here, before the subtraction.

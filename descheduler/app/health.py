@@ -1,6 +1,6 @@
 """What `/healthz` reports: each component of the daemon answers for itself.
 
-Nothing waits on a global barrier (DESIGN.md, "Beyond the reference" 7): the
+Nothing waits on a global barrier (docs/design.md, "Beyond the reference" 7): the
 daemon registers a probe per component (informers, leader election,
 descheduling loop), and a request evaluates every probe at that moment. The
 daemon is healthy when every probe says ready; a follower replica is healthy

@@ -2,7 +2,7 @@
 
 The cycle is the daemon's own (`framework.Runner.run_once`) in dry-run mode
 over a `StaticSource`, so the decisions are exactly those a real run over the
-same cluster state would make (DESIGN.md, "Beyond the reference" 2 and 3);
+same cluster state would make (docs/design.md, "Beyond the reference" 2 and 3);
 the backend evicts nothing, and the dry-run evictor never calls it anyway.
 The clock is pinned (`now`), so NodeMetric freshness and pod age are those of
 the moment the snapshot was taken, not of today.
@@ -178,9 +178,9 @@ def _usage(
     """A load-aware plugin's projection when it made one, else the NodeMetric's report.
 
     From a NodeMetric, load is systemUsage + the podsMetric entries of the pods
-    still bound to the node (LowNodeLoad's sum, DESIGN.md); "after" takes off the
-    reported usage of pods evicted from the node (where they land is a
-    scheduler's choice, so no node gains).
+    still bound to the node (docs/design.md, "LowNodeLoad's node load"); "after"
+    takes off the reported usage of pods evicted from the node (where they
+    land is a scheduler's choice, so no node gains).
     """
     if projection is not None and projection.usage_before is not None:
         return projection.usage_before, projection.usage_after

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from descheduler.config import fields
 
-# Where a package declares its descheduler plugins (README.md, "Writing a plugin").
+# Where a package declares its descheduler plugins (docs/plugins.md).
 ENTRY_POINT_GROUP = "nodeqos.descheduler.plugins"
 
 

@@ -57,7 +57,7 @@ DEFAULT_PLUGINS: Mapping[ConfigKind, Mapping[ExtensionPoint, tuple[str, ...]]] =
     }
 )
 
-# Eviction caps are on by default (DESIGN.md, "Beyond the reference" 4: safe
+# Eviction caps are on by default (docs/design.md, "Beyond the reference" 4: safe
 # defaults); both references leave them unset (unlimited). As upstream
 # (`evictions.go`: `count+1 > *max`), 0 means "evict nothing". A YAML null
 # means "not set" here, as for any Go pointer field, so it gives the default,

@@ -4,7 +4,7 @@ The framework's evictor decides *whether* a pod goes (filters, limits,
 dry-run); a backend only carries the decision out and says what the server
 answered, as a `kube.eviction.Result`:
 
-- `EvictionAPI` (the default, DESIGN.md "Beyond the reference" 5) POSTs a
+- `EvictionAPI` (the default, docs/design.md "Beyond the reference" 5) POSTs a
   `policy/v1` Eviction with a UID precondition, so the API server enforces
   PodDisruptionBudgets (429 → `PDB_BLOCKED`) and a namesake created since the
   decision is never evicted;

@@ -1,7 +1,7 @@
 """What the Eviction API would answer, predicted from the snapshot, for dry runs.
 
 A dry run writes nothing, yet should decide exactly like a real run
-(DESIGN.md, "Beyond the reference" 2). The one answer only the server knows is
+(docs/design.md, "Beyond the reference" 2). The one answer only the server knows is
 the PodDisruptionBudget check, so it is predicted here the way the API
 server's eviction handler decides (`pkg/registry/core/pod/storage/eviction.go`):
 

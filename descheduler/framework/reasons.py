@@ -1,7 +1,7 @@
 """Reason codes: why a candidate pod was not evicted, or why a cycle did nothing.
 
 Every pod a plugin considers ends up either evicted or with one `Reason`
-(DESIGN.md, "Beyond the reference" 3). The same codes label the
+(docs/design.md, "Beyond the reference" 3). The same codes label the
 `nodeqos_descheduler_decisions_total{plugin,reason}` counter, appear in log
 lines and fill the `CycleReport` (and, later, `simulate`'s explain output), so
 the values are stable, lower-case metric label values.

@@ -2,10 +2,11 @@
 
 The evictor and plugins write into a `DecisionLog` while the cycle runs (through
 `handle.decisions` and the evictor proxy); the runner freezes it into a
-`CycleReport` at the end. The report is the explain output of DESIGN.md's
-"a reason for every decision": every eviction in order, every candidate that
-was considered and not evicted with its reason code, per-node projections
-before and after, and cycle-level notes such as "fewer than two ready nodes".
+`CycleReport` at the end. The report is the explain output of "a reason for
+every decision" (docs/design.md, "Beyond the reference" 3): every eviction in
+order, every candidate that was considered and not evicted with its reason
+code, per-node projections before and after, and cycle-level notes such as
+"fewer than two ready nodes".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The runner takes a `ClusterState` from its `ClusterSource` once per cycle and
 wraps it in a `Snapshot` that every plugin of every profile shares
-(DESIGN.md, "Beyond the reference" 1):
+(docs/design.md, "Beyond the reference" 1):
 
 - `nodes`: the Ready nodes matching the top-level `nodeSelector`, by name;
 - pods indexed by node and by owner (controller reference UID), PDBs,

@@ -7,7 +7,7 @@
     host.round()
     assert host.last(kinds.POD_CPU_USAGE, pod_uid=pod.uid) == 0.5
 
-The agent is built by `agent.standalone.assemble`, the same path the CLI
+The agent is built by `agent.assembly.assemble`, the same path the CLI
 takes (cgroup detection included), with the fake clock and no flusher thread.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from agent import config, features, standalone
+from agent import assembly, config, features
 from agent.collectors import Round
 from cgroups import CgroupVersion, Driver, QoSLevel
 from metriccache import MetricKind
@@ -84,7 +84,7 @@ class FakeHost:
     proc_root: Path
     clock: FakeClock
     registry: CollectorRegistry
-    agent: standalone.Agent
+    agent: assembly.Agent
     ticks: ProcTicks
 
     def round(self) -> Round:
@@ -153,7 +153,7 @@ def make_host(
     )
     clock = FakeClock()
     registry = CollectorRegistry()
-    agent = standalone.assemble(cfg, registry, clock, flush_interval=None)
+    agent = assembly.assemble(cfg, registry, clock, flush_interval=None)
     return FakeHost(tree, proc_root, clock, registry, agent, ticks)
 
 

@@ -24,7 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +36,11 @@ from testbed import localcluster
 from tests.agent import livenode
 from tests.agent.builders import HZ
 from tests.cgroupfs_builder import FakePod, fake_container, fake_pod, write_meminfo, write_pod_tree
+from tests.waiting import eventually
 
 GIB = 1 << 30
 NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 EMPTY_USAGE: dict[str, dict[str, Any]] = {a: {} for a in ("avg", "p50", "p90", "p95", "p99")}
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
-    """Poll `check` until it returns something truthy; that value, or AssertionError."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.1)
 
 
 class LiveNode:

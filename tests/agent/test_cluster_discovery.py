@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent import config, discovery, features, standalone
+from agent import assembly, config, discovery, features
 from cgroups import CgroupVersion, Driver, QoSLevel
 from kube import classify
 from metriccache import kinds
@@ -77,7 +77,7 @@ class Node:
             metrics_addr=None,
             feature_gates=features.defaults(),
         )
-        self.agent = standalone.assemble(
+        self.agent = assembly.assemble(
             cfg, self.registry, self.clock, flush_interval=None, source=self.source
         )
 

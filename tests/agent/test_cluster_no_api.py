@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from testbed import controlplane
-from tests.agent.clusterkit import AgentProcess, LiveNode, eventually
+from tests.agent.clusterkit import AgentProcess, LiveNode
+from tests.waiting import eventually
 
 
 def test_collection_starts_without_the_api_and_healthz_says_who_waits(tmp_path: Path) -> None:

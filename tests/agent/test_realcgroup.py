@@ -24,7 +24,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import cgroups
-from agent import config, standalone
+from agent import assembly, config
 from agent.collectors import FileReader
 from agent.schedule import SystemClock
 from metriccache import kinds
@@ -128,7 +128,7 @@ BURN_CPU_SECONDS = 1.0
 BURN_DEADLINE_S = 60.0
 
 
-def _two_rounds_around_busy_cpu(agent: standalone.Agent, pid: int) -> float:
+def _two_rounds_around_busy_cpu(agent: assembly.Agent, pid: int) -> float:
     """Run a round, wait until `pid` has burnt BURN_CPU_SECONDS, run another; its rate.
 
     The rate is the process's own accounting (utime+stime) over wall time,
@@ -161,7 +161,7 @@ def test_pod_cpu_matches_the_process_own_accounting(
         standalone=True,
     )
     clock = SystemClock()
-    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    agent = assembly.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
     try:
         assert (agent.fs.version, agent.fs.driver) == (
             cgroups.CgroupVersion.V1,
@@ -226,7 +226,7 @@ def test_node_usage_from_kubepods_is_the_pods_only(
         standalone=True,
     )
     clock = SystemClock()
-    agent = standalone.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
+    agent = assembly.assemble(cfg, CollectorRegistry(), clock, flush_interval=None)
     try:
         expected = _two_rounds_around_busy_cpu(agent, busy_process.pid)
         now = clock.time()

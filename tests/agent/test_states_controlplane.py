@@ -17,9 +17,9 @@ from tests.agent.clusterkit import (
     NODEMETRICS,
     cleanup_cluster_objects,
     create_nodemetric,
-    eventually,
     scenario_pod,
 )
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 

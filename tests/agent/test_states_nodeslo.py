@@ -33,7 +33,7 @@ def state(reports: Reports) -> states.NodeSLOState:
 
 
 def test_no_nodeslo_means_koordinator_defaults(state: states.NodeSLOState) -> None:
-    """Before any NodeSLO: DESIGN.md's defaults, lower watermark derived (70 - 2)."""
+    """Before any NodeSLO: the defaults of docs/design.md, "NodeSLO"; lower watermark derived (70 - 2)."""
     t = state.spec.thresholds
     assert (t.enable, t.cpu_suppress_threshold_percent, t.cpu_suppress_policy) == (
         False,

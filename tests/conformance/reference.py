@@ -36,7 +36,7 @@ PodSetter = Callable[[dict[str, Any]], None]
 NodeSetter = Callable[[dict[str, Any]], None]
 NOW = fakes.NOW
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000  # descheduler utils.SystemCriticalPriority
-# No cap in the references' tables: nodeqos's default caps lifted (README, "Safe defaults").
+# No cap in the references' tables: nodeqos's default caps lifted (docs/descheduler.md, "Safe defaults").
 NO_CAPS: Mapping[str, int] = {
     "maxNoOfPodsToEvictPerNode": 100_000,
     "maxNoOfPodsToEvictTotal": 100_000,

@@ -1,7 +1,7 @@
-"""The suite's bookkeeping: README summary lines and docs/deviations.md stay true.
+"""The suite's bookkeeping: docs/conformance.md summary lines and docs/deviations.md stay true.
 
 Each conformance module names its reference (`TITLE`) and lists every case
-table (`ALL`); a case's last value is its `reference.Expect`. The README must
+table (`ALL`); a case's last value is its `reference.Expect`. docs/conformance.md must
 carry the module's summary line exactly, and every deviation a case cites
 must be a row of docs/deviations.md.
 """
@@ -75,9 +75,9 @@ def summary(title: str) -> str:
 
 
 @pytest.mark.parametrize("title", sorted({m.TITLE for m in MODULES}))
-def test_readme_states_the_summary(title: str) -> None:
-    """The README's line for the reference file matches the case tables."""
-    assert summary(title) in (ROOT / "README.md").read_text()
+def test_docs_state_the_summary(title: str) -> None:
+    """docs/conformance.md's line for the reference file matches the case tables."""
+    assert summary(title) in (ROOT / "docs" / "conformance.md").read_text()
 
 
 def test_every_cited_deviation_is_documented() -> None:

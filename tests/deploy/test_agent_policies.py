@@ -19,6 +19,7 @@ from kube import cache, events, rest, slo
 from metriccache import MetricCache
 from testbed import controlplane, localcluster
 from tests.agent import clusterkit
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 
@@ -223,7 +224,7 @@ def test_the_agent_process_runs_on_exactly_the_shipped_rights(
     with clusterkit.AgentProcess(tmp_path, identity.kubeconfig, live, n1) as agent:
         before = ((clusterkit.nodemetric(kube, n1) or {}).get("status") or {}).get("updateTime")
         clusterkit.wait_for_report(kube, n1, after=before, timeout=40)
-        code, body = clusterkit.eventually(
+        code, body = eventually(
             lambda: (got := agent.get("/healthz"))[0] == 200 and got, "/healthz 200", 30
         )
         assert agent.terminate() == 0, agent.log()[-3000:]

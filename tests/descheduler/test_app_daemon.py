@@ -8,7 +8,7 @@ The real election between two processes is in test_leader_election.py.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -21,16 +21,7 @@ from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
 from tests import builders
 from tests.descheduler import fakes
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    pause = threading.Event()  # never set: wait() is a sleep that reads as one
-    waited = 0.0
-    while not check():
-        if waited >= timeout:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        pause.wait(0.01)
-        waited += 0.01
+from tests.waiting import eventually
 
 
 class Counting:

@@ -10,7 +10,6 @@ picks only them, so other tests' nodes and pods never interfere.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from descheduler.framework import Handle, Reason, Snapshot
 from kube import events, rest
 from testbed import localcluster
 from tests.descheduler import fakes
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 
@@ -97,14 +97,6 @@ def test_registry() -> framework.Registry:
 
 
 test_registry.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -24,6 +24,7 @@ import pytest
 from kube import rest
 from testbed import controlplane
 from tests.descheduler.test_cli_once import descheduler_command
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -43,17 +44,6 @@ profiles:
 - name: p
 """
 SERVING = re.compile(r"serving /metrics and /healthz on (http://\S+)")
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 @dataclass

@@ -12,8 +12,7 @@ so tests sharing the control plane never see each other's jobs.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,17 +26,10 @@ from descheduler.plugins.migrationcontroller import MigrationController
 from kube import cache, events, rest
 from testbed import localcluster
 from tests.descheduler import fakes
+from tests.waiting import eventually
 
 LABEL = "nodeqos-test"
 JOBS = cache.PODMIGRATIONJOBS.path()
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 class RecordingRest(rest.Rest):

@@ -23,8 +23,8 @@ from tests.descheduler.test_migration_harness import (
     Cluster,
     Descheduler,
     build,
-    eventually,
 )
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 

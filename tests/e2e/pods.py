@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kube import rest
 from testbed import localnodes
+from tests.waiting import eventually
 
 BUSY_LOOP = "while :; do :; done"
 IDLE = "sleep 100000"
@@ -50,14 +50,8 @@ def pod(
 def wait_for(
     check: Callable[[], Any], what: str, *, timeout: float = 60.0, interval: float = 0.5
 ) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """`tests.waiting.eventually` with the e2e defaults: real nodes answer in seconds, not ms."""
+    return eventually(check, what, timeout, interval=interval)
 
 
 def wait_running(kube: rest.Rest, namespace: str, names: Sequence[str]) -> list[dict[str, Any]]:

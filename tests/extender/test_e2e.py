@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from extender import local
 from kube import cache, rest
 from testbed import controlplane, localcluster
 from tests.builders import make_nodemetric_dict
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 
@@ -130,16 +130,6 @@ def deployment(
     }
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def placements(admin: rest.Rest, app: str) -> list[str]:
     pods = admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods", labelSelector=f"app={app}")["items"]
     return [p["spec"].get("nodeName", "") for p in pods]
@@ -157,8 +147,9 @@ def test_a_burst_of_replicas_is_spread_over_the_cool_nodes(
     localcluster.apply(
         admin, deployment("burst", 6, "nodeqos-load-aware", {"nodeqos.dev/e2e": "extender"})
     )
-    placed = wait_for(
+    placed = eventually(
         lambda: (p := placements(admin, "burst")) and len(p) == 6 and all(p) and p,
+        timeout=60,
         what="six bound replicas",
     )
     assert "burst-hot" not in placed, placed  # 75% > 65%: filtered
@@ -187,7 +178,7 @@ def test_a_refusal_reaches_the_pods_failedscheduling_event(
                 return str(event["message"])
         return None
 
-    message = wait_for(refusal, what="a FailedScheduling event")
+    message = eventually(refusal, timeout=60, what="a FailedScheduling event")
     # 7 cores measured + 1 core x 85% estimated, of 8
     assert "node only-hot: cpu usage 98 percent > threshold 65 percent" in message
     assert "MISSING" not in message
@@ -207,8 +198,8 @@ def test_scheduling_goes_on_while_the_extender_is_down(
             admin,
             deployment("unaware", 1, "default-scheduler", {"kubernetes.io/hostname": "lonely"}),
         )
-        assert wait_for(lambda: all(p := placements(admin, "unaware")) and p, what="a binding") == [
-            "lonely"
-        ]
+        assert eventually(
+            lambda: all(p := placements(admin, "unaware")) and p, timeout=60, what="a binding"
+        ) == ["lonely"]
     finally:
         cluster.start_scheduler(None)

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from kube import cache, rest
 from testbed import controlplane
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 
 CONFIGMAPS = cache.Resource("", "v1", "configmaps", True)
-
-
-def eventually(check: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

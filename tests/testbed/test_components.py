@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import pytest
 
 from kube import rest
 from testbed import components, controlplane, localcluster
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.controlplane
 
 T = TypeVar("T")
-
-
-def eventually(probe: Callable[[], T | None], *, timeout: float = 60.0, what: str) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +64,9 @@ def test_deployment_controller_creates_replicaset_and_pods(admin: rest.Rest, ns:
     """A Deployment of 3 becomes a ReplicaSet owning 3 pods, made by the real controllers."""
     admin.create(f"/apis/apps/v1/namespaces/{ns}/deployments", deployment("web", 3))
     made = eventually(
-        lambda: (p := pods(admin, ns, "web")) and len(p) == 3 and p, what="3 pods of web"
+        lambda: (p := pods(admin, ns, "web")) and len(p) == 3 and p,
+        timeout=60,
+        what="3 pods of web",
     )
     owners = {ref["kind"] for pod in made for ref in pod["metadata"]["ownerReferences"]}
     assert owners == {"ReplicaSet"}
@@ -106,6 +96,7 @@ def test_scheduler_binds_to_the_only_fitting_node(
         admin.create(f"/apis/apps/v1/namespaces/{ns}/deployments", body)
         bound = eventually(
             lambda: [p for p in pods(admin, ns, "fit") if p["spec"].get("nodeName")],
+            timeout=60,
             what="the pod to be bound",
         )
         assert bound[0]["spec"]["nodeName"] == big
@@ -117,7 +108,7 @@ def test_scheduler_binds_to_the_only_fitting_node(
             events = admin.get(f"/api/v1/namespaces/{ns}/events")["items"]
             return [e for e in events if e["reason"] == "FailedScheduling"]
 
-        event = eventually(failed, what="a FailedScheduling event")[0]
+        event = eventually(failed, timeout=60, what="a FailedScheduling event")[0]
         assert "Insufficient cpu" in event["message"] or "didn't match" in event["message"]
     finally:
         for node in (small, big):
@@ -146,6 +137,7 @@ def test_disruption_controller_computes_pdb_status(admin: rest.Rest, ns: str) ->
                 and len(p) == 2
                 and p
             ),
+            timeout=60,
             what="2 bound pods",
         )
         for pod in bound:  # the kubelet's part: report them Running and Ready
@@ -156,7 +148,9 @@ def test_disruption_controller_computes_pdb_status(admin: rest.Rest, ns: str) ->
             found = pdb.get("status") or {}
             return found if found.get("currentHealthy") == 2 else None
 
-        computed = eventually(status, what="the disruption controller to count 2 healthy pods")
+        computed = eventually(
+            status, timeout=60, what="the disruption controller to count 2 healthy pods"
+        )
         assert computed["expectedPods"] == 2
         assert computed["disruptionsAllowed"] == 0
         name = bound[0]["metadata"]["name"]

@@ -2,8 +2,9 @@
 
 Fields, defaults and checks follow kubernetes-sigs/descheduler
 `pkg/framework/plugins/defaultevictor/{types,validation}.go`, except `nodeFit`:
-upstream defaults it to false, nodeqos to true (DESIGN.md, safe defaults: a pod
-that fits no other node is not evicted unless the user says so).
+upstream defaults it to false, nodeqos to true (docs/design.md, "Beyond the
+reference" 4, safe defaults: a pod that fits no other node is not evicted
+unless the user says so).
 """
 
 from __future__ import annotations

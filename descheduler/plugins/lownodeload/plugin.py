@@ -24,7 +24,7 @@ the node: `not_source` (not yet confirmed by the detector), `no_destination`,
 `no_destination_headroom`, `nothing_evictable` or `limit_reached` (the
 framework counts these in `nodeqos_descheduler_unrelieved_nodes_total`).
 
-Dry runs decide exactly like real runs (DESIGN.md, "Beyond the reference" 2):
+Dry runs decide exactly like real runs (docs/design.md, "Beyond the reference" 2):
 the plan runs against `cool_down.fork()`, so a pretended eviction never cools
 its workload for the next cycle, and relieved sources keep their detector
 record (a real run resets it; the pretended relief did not happen, so the next

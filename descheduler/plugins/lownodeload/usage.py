@@ -9,9 +9,9 @@ cycle. The rules are Koordinator's (`loadaware/utilization_util.go`,
   those projected to arrive this cycle), per resource. Koordinator sums every
   entry, so a pod evicted since the report keeps its old node hot until the
   next report (a cycle or two, and extra evictions); nodeqos drops an entry
-  whose pod is no longer on the node (DESIGN.md, docs/deviations.md). Prod
-  load is the part of that sum coming from the node's prod pods
-  (`priority_class` below).
+  whose pod is no longer on the node (docs/design.md, "LowNodeLoad's node load";
+  docs/deviations.md, `bound-pods`). Prod load is the part of that sum coming
+  from the node's prod pods (`priority_class` below).
 - `pods` is the number of pods on the node, prod `pods` the number of its
   prod pods, as Koordinator counts them (`getNodeUsage`): no NodeMetric
   carries a `pods` usage, so a `pods` threshold compares this count with

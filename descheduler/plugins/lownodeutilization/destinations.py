@@ -3,7 +3,8 @@
 Shared by LowNodeUtilization and HighNodeUtilization. Upstream checks only
 that the pod tolerates some destination's taints and then relies on the
 evictor's nodeFit; here a pod is evicted only when a named destination takes
-it (DESIGN.md: no eviction when no destination exists):
+it (docs/design.md, "Beyond the reference" 4: no eviction when no
+destination exists):
 
 - the scheduler's predicates pass on it (`kube.scheduling.pod_fits_node`:
   cordon, taints, nodeSelector and required affinity, requests against

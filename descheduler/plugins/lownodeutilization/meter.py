@@ -31,8 +31,8 @@ from kube.quantity import Resources
 
 __all__ = ["NODE_METRIC_EXPIRATION", "Meter", "NodeMetrics", "Requests"]
 
-# LowNodeLoad's default nodeMetricExpirationSeconds (DESIGN.md); LowNodeUtilization
-# has no field of its own for it.
+# LowNodeLoad's default nodeMetricExpirationSeconds (docs/design.md, "LowNodeLoad's
+# node load"); LowNodeUtilization has no field of its own for it.
 NODE_METRIC_EXPIRATION = timedelta(seconds=180)
 _ONE_POD = Resources({quantity.PODS: 1})
 

@@ -1,4 +1,4 @@
-"""README's "Writing a plugin", "A QoS plugin": the shown code is the tested example, and it works."""
+"""docs/plugins.md, "A QoS plugin": the shown code is the tested example, and it works."""
 
 from __future__ import annotations
 
@@ -28,16 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_example() -> str:
-    """The first python block of the README section."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### A QoS plugin", 1)[1]
+    """The first python block of the docs section."""
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    section = page.split("## A QoS plugin", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None, "the section has no python block"
     return block.group(1)
 
 
-def test_readme_shows_the_tested_example() -> None:
-    """The README block and tests/qosmanager/example_plugin.py are the same text."""
+def test_docs_show_the_tested_example() -> None:
+    """The docs block and tests/qosmanager/example_plugin.py are the same text."""
     assert readme_example() == Path(example_plugin.__file__).read_text()
 
 
@@ -64,7 +64,7 @@ class Extras:
 
 
 def test_agent_command_carries_the_example_plugin() -> None:
-    """build_command(register), as the README wires it, shows the plugin's flag and gate."""
+    """build_command(register), as the docs wire it, shows the plugin's flag and gate."""
     result = CliRunner().invoke(cli.build_command(example_plugin.register), ["--help"])
     assert result.exit_code == 0, result.output
     assert "--be-pod-counter-interval" in result.output
