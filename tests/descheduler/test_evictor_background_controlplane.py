@@ -49,6 +49,7 @@ class Webhook:
     def __init__(self, directory: pathlib.Path, kube: rest.Rest, namespace: str) -> None:
         self.kube, self.namespace = kube, namespace
         self.asked: list[str] = []
+        self.annotations: list[dict[str, str]] = []  # of every Eviction the webhook saw
         key, cert = directory / "tls.key", directory / "tls.crt"
         subprocess.run(
             [
@@ -83,6 +84,7 @@ class Webhook:
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         name = request["name"]
+        self.annotations.append(dict(request["object"]["metadata"].get("annotations") or {}))
         pod = self.kube.get(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
         response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
         if bg.ANNOTATION_REQUEST_EVICT_ONLY in (pod["metadata"].get("annotations") or {}):
@@ -202,6 +204,10 @@ def test_request_in_progress_holds_the_node_cap_until_the_pod_is_gone(
         assert first.evicted_pods == [f"{namespace}/vm"]
         assert first.evictions[0].background
         assert webhook.asked == ["vm"]
+        assert webhook.annotations[0] == {
+            "reason": f"triggered by p1/HottestFirst: {cluster.node('a')} is hot",
+            "requested-by": "nodeqos-descheduler",
+        }
         assert [(s.pod, s.reason_code) for s in first.skipped] == [
             (f"{namespace}/web", Reason.LIMIT_REACHED)
         ]
