@@ -41,6 +41,7 @@ IN_TREE: Mapping[str, str] = MappingProxyType(
         "PodLifeTime": "descheduler.plugins.podlifetime",
         "RemoveFailedPods": "descheduler.plugins.removefailedpods",
         "CustomPriority": "descheduler.plugins.custompriority",
+        "FragmentationAware": "descheduler.plugins.fragmentationaware",
     }
 )
 
