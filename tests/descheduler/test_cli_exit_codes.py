@@ -61,7 +61,7 @@ def test_unknown_plugin_exits_2_naming_the_known_ones(tmp_path: pathlib.Path) ->
     assert 'profiles[0].plugins.balance.enabled[0].name: unknown plugin "LowNodeLoadd"' in (
         result.stderr
     )
-    assert "known plugins: DefaultEvictor," in result.stderr
+    assert "known plugins: CustomPriority, DefaultEvictor," in result.stderr
 
 
 def test_reservation_first_job_mode_exits_2_in_a_real_process(tmp_path: pathlib.Path) -> None:
