@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from kube import objects
-
 from tests.conformance import reference as ref
 from tests.conformance.reference import node, pod, rs_owner, same
 from tests.conformance.test_koordinator_lownodeload import run_row
