@@ -171,3 +171,12 @@ def test_address_in_use_exits_2(tmp_path: pathlib.Path, kubeconfig: pathlib.Path
         )
     assert result.exit_code == 2, result.output
     assert f"  cannot listen on 127.0.0.1:{port}: " in result.stderr
+
+
+def test_unknown_feature_gate_exits_2_naming_the_known_ones(tmp_path: pathlib.Path) -> None:
+    """--feature-gates takes upstream's gate names; a typo is a usage error naming them."""
+    result = start(tmp_path, "", "--once", "--feature-gates", "EvictionsInBackgrund=true")
+    assert result.exit_code == 2
+    assert "unknown gate 'EvictionsInBackgrund'; known gates: EvictionsInBackground" in (
+        result.stderr
+    )

@@ -248,3 +248,24 @@ def test_feature_gate_default_is_off() -> None:
     """EvictionsInBackground is Alpha and off unless turned on, as upstream."""
     assert not features.Gates().enabled(features.EVICTIONS_IN_BACKGROUND)
     assert features.Gates.parse(" EvictionsInBackground=true ").enabled("EvictionsInBackground")
+
+
+def test_the_daemon_hands_the_gates_to_the_runner() -> None:
+    """--feature-gates reaches the evictor: the daemon's runner tracks requests only when on."""
+    from descheduler import config, plugins
+    from descheduler.app import daemon, simulate
+
+    cfg = config.decode_configuration(fakes.policy(), plugins=plugins.in_tree())
+
+    def build(gates: features.Gates) -> framework.Runner:
+        return daemon._build_runner(
+            cfg,
+            plugins.registry(),
+            framework.StaticSource(),
+            simulate.NoEvictions(),
+            None,
+            gates=gates,
+        )
+
+    assert build(ON)._core.background is not None
+    assert build(features.Gates())._core.background is None
