@@ -87,13 +87,19 @@ class Ledger:
     def admit(self, pod: objects.Pod) -> str | None:
         """Count the pod in, or say which limit it would break (and count nothing)."""
         if self.total_full():
-            return f"maxNoOfPodsToEvictTotal ({self.limits.total}) reached"
+            return f"maxNoOfPodsToEvictTotal ({self.limits.total}) reached" + _pending(
+                len(self.pending)
+            )
         if self.node_full(pod.node_name):
-            return f"maxNoOfPodsToEvictPerNode ({self.limits.per_node}) reached on node {pod.node_name}"
+            return (
+                f"maxNoOfPodsToEvictPerNode ({self.limits.per_node}) reached on node "
+                f"{pod.node_name}" + _pending(self.pending.node_count(pod.node_name))
+            )
         if self.namespace_full(pod.namespace):
             return (
                 f"maxNoOfPodsToEvictPerNamespace ({self.limits.per_namespace}) reached "
                 f"in namespace {pod.namespace}"
+                + _pending(self.pending.namespace_count(pod.namespace))
             )
         self._by_node[pod.node_name] += 1
         self._by_namespace[pod.namespace] += 1
@@ -105,3 +111,10 @@ class Ledger:
         self._by_node[pod.node_name] -= 1
         self._by_namespace[pod.namespace] -= 1
         self._total -= 1
+
+
+def _pending(count: int) -> str:
+    """What a limit message adds when evictions in background take part of it."""
+    if not count:
+        return ""
+    return f", counting {count} eviction{'s' if count != 1 else ''} still in progress in background"

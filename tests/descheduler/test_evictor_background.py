@@ -152,7 +152,10 @@ def test_per_node_and_namespace_limits_count_them_too() -> None:
     report = h.runner.run_once()
     assert report.evicted_pods == ["dev/b"]
     limited = [s.detail for s in report.skipped if s.reason_code is Reason.LIMIT_REACHED]
-    assert limited == ["framework: maxNoOfPodsToEvictPerNode (1) reached on node n1"]
+    assert limited == [
+        "framework: maxNoOfPodsToEvictPerNode (1) reached on node n1, "
+        "counting 1 eviction still in progress in background"
+    ]
     h2, _ = run(pods, EvacuatingBackend(), maxNoOfPodsToEvictPerNamespace=1)
     assert h2.runner.run_once().evicted_pods == []
 
