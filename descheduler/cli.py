@@ -33,7 +33,7 @@ import click
 import yaml
 from prometheus_client import CollectorRegistry
 
-from descheduler import app, config, framework
+from descheduler import app, config, features, framework
 from descheduler import plugins as _plugins  # `plugins` is run()'s keyword
 from descheduler.app import daemon, render, server, simulate, snapshotfile
 
@@ -158,6 +158,18 @@ def _logging(verbose: int, quiet_default: bool = False) -> None:
     default=None,
     help="Override leaderElection.leaderElect (--once does not campaign unless told to).",
 )
+@click.option(
+    "--feature-gates",
+    default="",
+    metavar="Name=true|false,...",
+    callback=lambda _ctx, param, value: _gates(param, value),
+    help="kubernetes-sigs/descheduler's gates: "
+    + ", ".join(
+        f"{f.name}=true|false ({f.stage}, default {str(f.default).lower()})"
+        for f in features.FEATURES
+    )
+    + ".",
+)
 @click.option("-v", "--verbose", count=True, help="Log debug messages.")
 @click.pass_context
 def main(
@@ -171,6 +183,7 @@ def main(
     eviction_backend: str,
     metrics_addr: str | None,
     leader_elect: bool | None,
+    feature_gates: features.Gates,
     verbose: int,
 ) -> None:
     """Run the nodeqos descheduler (koord-descheduler compatible)."""
@@ -207,6 +220,7 @@ def main(
         backend=eviction_backend,
         metrics_addr=metrics_addr,
         leader_elect=leader_elect,
+        gates=feature_gates,
     )
     try:
         running = app.build(
@@ -223,6 +237,13 @@ def main(
     except app.StartupError as err:
         _fail(ctx, "cannot start", err.problems)
     ctx.exit(status)
+
+
+def _gates(param: click.Parameter, value: str) -> features.Gates:
+    try:
+        return features.Gates.parse(value or "")
+    except ValueError as err:
+        raise click.BadParameter(str(err), param=param) from err
 
 
 def listen_addresses(

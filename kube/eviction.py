@@ -37,17 +37,26 @@ class Result:
 
 
 def eviction_body(
-    namespace: str, name: str, uid: str | None, grace_period_seconds: int | None
+    namespace: str,
+    name: str,
+    uid: str | None,
+    grace_period_seconds: int | None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, object]:
     options: dict[str, object] = {}
     if uid:
         options["preconditions"] = {"uid": uid}
     if grace_period_seconds is not None:
         options["gracePeriodSeconds"] = grace_period_seconds
+    metadata: dict[str, object] = {"name": name, "namespace": namespace}
+    if annotations:
+        # who asked and why, for admission webhooks and audit logs (the API
+        # server does not persist the Eviction; descheduler v0.35 sends the same keys)
+        metadata["annotations"] = dict(annotations)
     body: dict[str, object] = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
     }
     if options:
         body["deleteOptions"] = options
@@ -61,11 +70,12 @@ def evict(
     *,
     uid: str | None = None,
     grace_period_seconds: int | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Result:
     """POST pods/<name>/eviction and classify what the server said."""
     path = rest.object_path("", "v1", "pods", name, namespace=namespace, subresource="eviction")
     try:
-        client.create(path, eviction_body(namespace, name, uid, grace_period_seconds))
+        client.create(path, eviction_body(namespace, name, uid, grace_period_seconds, annotations))
     except rest.ApiUnavailable as err:
         return Result(Outcome.UNAVAILABLE, str(err))
     except rest.ApiError as err:
@@ -80,6 +90,7 @@ def delete(
     *,
     uid: str | None = None,
     grace_period_seconds: int | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Result:
     """DELETE the pod directly (bypasses PodDisruptionBudgets; opt-in backends only)."""
     path = rest.object_path("", "v1", "pods", name, namespace=namespace)

@@ -244,6 +244,7 @@ class Pod:
     ephemeral_container_statuses: tuple[ContainerStatus, ...]
     conditions: tuple[PodCondition, ...]
     resource_version: str
+    has_resource_claims: bool = False  # spec.resourceClaims (DRA) is not empty
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Pod:
@@ -326,6 +327,7 @@ class Pod:
             ephemeral_container_statuses=_statuses(status.get("ephemeralContainerStatuses")),
             conditions=_shared(tuple(map(PodCondition.from_api, status.get("conditions") or ()))),
             resource_version=meta.get("resourceVersion", ""),
+            has_resource_claims=bool(spec.get("resourceClaims")),
         )
 
     @property

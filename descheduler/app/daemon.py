@@ -24,7 +24,7 @@ import kubernetes.config
 import yaml
 from prometheus_client import CollectorRegistry
 
-from descheduler import config, evictions, framework
+from descheduler import config, evictions, features, framework
 from descheduler.app import health, leader, server, simulate, telemetry
 from descheduler.app.notices import config_warnings
 from kube import events, rest
@@ -56,6 +56,7 @@ class Options:
     metrics_addr: str | None = None  # else the configuration's, else server.DEFAULT_ADDRESS
     leader_elect: bool | None = None  # None: the configuration's leaderElection.leaderElect
     sync_timeout: float = 60.0  # --once: how long to wait for the caches
+    gates: features.Gates = dataclasses.field(default_factory=features.Gates)
 
 
 def build(
@@ -103,7 +104,9 @@ def build(
         lambda: leadership.is_leader and not stopping.is_set(),
     )
     source = framework.InformerSource(client, node_metrics=_serves_nodemetrics(client))
-    runner = _build_runner(cfg, plugins, source, backend, registry, client, recorder)
+    runner = _build_runner(
+        cfg, plugins, source, backend, registry, client, recorder, gates=options.gates
+    )
     log.info(
         "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",
         telemetry.version(),
@@ -135,6 +138,8 @@ def _build_runner(
     registry: CollectorRegistry | None,
     client: rest.Rest | None = None,
     recorder: events.Recorder | None = None,
+    *,
+    gates: features.Gates | None = None,
 ) -> framework.Runner:
     """The runner; offline (no client) for the start-up check, as `simulate` builds it."""
     try:
@@ -146,6 +151,7 @@ def _build_runner(
             metrics=framework.Metrics(registry if registry is not None else CollectorRegistry()),
             client=client,
             recorder=recorder,
+            gates=gates,
         )
     except framework.StartupError as err:
         raise StartupError(err.problems) from None

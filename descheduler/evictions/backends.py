@@ -57,6 +57,14 @@ def event_message(pod: objects.Pod, options: EvictOptions) -> str:
     return f"pod evicted from node {pod.node_name}{towards} by {options.plugin}{profile}{why}"
 
 
+def request_annotations(options: EvictOptions) -> dict[str, str]:
+    """The Eviction's annotations, with kubernetes-sigs/descheduler v0.35's keys."""
+    return {
+        "reason": f"triggered by {options.profile}/{options.plugin}: {options.reason}",
+        "requested-by": COMPONENT,
+    }
+
+
 def _pod_ref(pod: objects.Pod) -> events.ObjectRef:
     return events.ObjectRef(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid)
 
@@ -72,6 +80,7 @@ class _Send(Protocol):
         *,
         uid: str | None = None,
         grace_period_seconds: int | None = None,
+        annotations: dict[str, str] | None = None,
     ) -> eviction.Result: ...
 
 
@@ -104,6 +113,7 @@ class _Backend:
             pod.name,
             uid=pod.uid or None,
             grace_period_seconds=self._grace,
+            annotations=request_annotations(options),
         )
         self._record(pod, options, result)
         return result

@@ -18,6 +18,14 @@ the dry-run switch and the metrics.
    profile's Evict plugin, or the backend directly when none is enabled;
 5. accepted → the snapshot projects the eviction, the report lists it;
    refused → the slot is released and the outcome's reason recorded.
+
+With the `EvictionsInBackground` gate (`core.background` set, see
+`background.py`): a pod whose background eviction is already in progress is
+not asked again and counts as leaving (`eviction_in_background`, True to the
+caller, as upstream's nil error); a 429 "Eviction triggered evacuation" from a
+`request-evict-only` pod is an accepted eviction in background: its slot moves
+from this cycle's counts to the requests in progress, which count against the
+limits until the pod is gone.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from descheduler.evictions import Backend, EvictOptions
+from descheduler.framework import background as bg
 from descheduler.framework import dryrun
 from descheduler.framework.backoff import PdbBackoff
 from descheduler.framework.cycle import Cycle, CycleCell, Decisions, mode
@@ -94,6 +103,7 @@ class EvictionCore:
         dry_run: bool = False,
         clock: Clock | None = None,
         backoff: PdbBackoff | None = None,
+        background: bg.BackgroundRequests | None = None,
     ) -> None:
         self.cell = cell
         self.backend = backend
@@ -102,6 +112,7 @@ class EvictionCore:
         self.dry_run = dry_run
         self.clock: Clock = clock if clock is not None else _utc_now
         self.backoff = backoff if backoff is not None else PdbBackoff()
+        self.background = background  # None: the EvictionsInBackground gate is off
         self.lock = threading.RLock()
 
 
@@ -169,6 +180,15 @@ class EvictorProxy:
         with self._core.lock:
             cycle = self._core.cell.current()
             refusal = self._precheck(cycle, pod)
+            if refusal is None and self._requested_before(pod):
+                self._decisions.skip(
+                    pod,
+                    plugin=plugin,
+                    reason=Reason.IN_BACKGROUND,
+                    detail="its eviction was requested earlier and is in progress; not asked again",
+                )
+                cycle.snapshot.record_eviction(pod, destination, usage)
+                return True
             if refusal is None:
                 refusal = self.filter(pod) or self.pre_eviction_filter(pod)
             if refusal is None:
@@ -190,6 +210,13 @@ class EvictorProxy:
                 self._accepted(cycle, pod, options, destination, usage)
                 return True
             cycle.ledger.release(pod)
+            if self._core.background is not None and bg.triggered(pod, result):
+                if not bg.completed(pod):  # upstream ignores a completed pod's answer
+                    self._core.background.assume(
+                        pod, self._core.clock(), plugin=plugin, profile=self.profile
+                    )
+                self._accepted(cycle, pod, options, destination, usage, background=True)
+                return True
             self._refused(cycle, pod, options, result)
             return False
 
@@ -216,6 +243,10 @@ class EvictorProxy:
             return Refusal(Reason.API_UNAVAILABLE, cycle.api_down, FRAMEWORK)
         return None
 
+    def _requested_before(self, pod: objects.Pod) -> bool:
+        requests = self._core.background
+        return requests is not None and bg.requests_background(pod) and pod.uid in requests
+
     def _carry_out(self, cycle: Cycle, pod: objects.Pod, options: EvictOptions) -> eviction.Result:
         if cycle.dry_run:
             return dryrun.predict(cycle.snapshot, pod)
@@ -230,20 +261,25 @@ class EvictorProxy:
         options: EvictOptions,
         destination: str | None,
         usage: Resources | None,
+        *,
+        background: bool = False,
     ) -> None:
         cycle.snapshot.record_eviction(pod, destination, usage)
         if not cycle.dry_run:
             self._core.backoff.forget(pod.uid)
         cycle.log.evictions.append(
-            Eviction(pod.key, pod.node_name, options.plugin, options.reason, self.profile)
+            Eviction(
+                pod.key, pod.node_name, options.plugin, options.reason, self.profile, background
+            )
         )
-        result = "dry_run" if cycle.dry_run else "success"
+        result = "dry_run" if cycle.dry_run else "background" if background else "success"
         self._core.metrics.pods_evicted.labels(
             result, options.plugin, self.profile, pod.namespace, pod.node_name
         ).inc()
         log.info(
-            "%sevicted pod %s from node %s (plugin %s, profile %s): %s",
+            "%s%s pod %s from node %s (plugin %s, profile %s): %s",
             mode(cycle.dry_run),
+            "requested eviction in background of" if background else "evicted",
             pod.key,
             pod.node_name,
             options.plugin,

@@ -7,14 +7,38 @@ refuses (PDB, pod gone, API error) gives its slot back: the caps bound
 disruption, and a refused eviction disrupted nothing. A `Ledger` lives for one
 cycle, so counters reset with each cycle. An unset limit (None) is unlimited
 here; defaults are the configuration's business.
+
+Eviction requests still in progress in background (`background.py`, KEP-1397)
+outlive cycles; a ledger given them as `pending` adds them to its own counts,
+as upstream's PodEvictor adds its eviction-requests cache.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Protocol
 
 from kube import objects
+
+
+class Pending(Protocol):
+    """Evictions requested earlier and not finished (a `BackgroundRequests`)."""
+
+    def __len__(self) -> int: ...
+    def node_count(self, node: str) -> int: ...
+    def namespace_count(self, namespace: str) -> int: ...
+
+
+class _NonePending:
+    def __len__(self) -> int:
+        return 0
+
+    def node_count(self, node: str) -> int:
+        return 0
+
+    def namespace_count(self, namespace: str) -> int:
+        return 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,10 +51,11 @@ class Limits:
 class Ledger:
     """One cycle's eviction counts against `Limits`."""
 
-    __slots__ = ("_by_namespace", "_by_node", "_total", "limits")
+    __slots__ = ("_by_namespace", "_by_node", "_total", "limits", "pending")
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, pending: Pending | None = None) -> None:
         self.limits = limits
+        self.pending: Pending = pending if pending is not None else _NonePending()
         self._by_node: Counter[str] = Counter()
         self._by_namespace: Counter[str] = Counter()
         self._total = 0
@@ -47,26 +72,34 @@ class Ledger:
 
     def node_full(self, node: str) -> bool:
         limit = self.limits.per_node
-        return limit is not None and self._by_node[node] >= limit
+        return limit is not None and self._by_node[node] + self.pending.node_count(node) >= limit
 
     def namespace_full(self, namespace: str) -> bool:
         limit = self.limits.per_namespace
-        return limit is not None and self._by_namespace[namespace] >= limit
+        return limit is not None and (
+            self._by_namespace[namespace] + self.pending.namespace_count(namespace) >= limit
+        )
 
     def total_full(self) -> bool:
         limit = self.limits.total
-        return limit is not None and self._total >= limit
+        return limit is not None and self._total + len(self.pending) >= limit
 
     def admit(self, pod: objects.Pod) -> str | None:
         """Count the pod in, or say which limit it would break (and count nothing)."""
         if self.total_full():
-            return f"maxNoOfPodsToEvictTotal ({self.limits.total}) reached"
+            return f"maxNoOfPodsToEvictTotal ({self.limits.total}) reached" + _pending(
+                len(self.pending)
+            )
         if self.node_full(pod.node_name):
-            return f"maxNoOfPodsToEvictPerNode ({self.limits.per_node}) reached on node {pod.node_name}"
+            return (
+                f"maxNoOfPodsToEvictPerNode ({self.limits.per_node}) reached on node "
+                f"{pod.node_name}" + _pending(self.pending.node_count(pod.node_name))
+            )
         if self.namespace_full(pod.namespace):
             return (
                 f"maxNoOfPodsToEvictPerNamespace ({self.limits.per_namespace}) reached "
                 f"in namespace {pod.namespace}"
+                + _pending(self.pending.namespace_count(pod.namespace))
             )
         self._by_node[pod.node_name] += 1
         self._by_namespace[pod.namespace] += 1
@@ -78,3 +111,10 @@ class Ledger:
         self._by_node[pod.node_name] -= 1
         self._by_namespace[pod.namespace] -= 1
         self._total -= 1
+
+
+def _pending(count: int) -> str:
+    """What a limit message adds when evictions in background take part of it."""
+    if not count:
+        return ""
+    return f", counting {count} eviction{'s' if count != 1 else ''} still in progress in background"

@@ -8,7 +8,9 @@ for evictions the namespace and node (as kubernetes-sigs/descheduler's
 Dry-run is marked two ways: `nodeqos_descheduler_dry_run` is 1 for a dry-run
 process, and `pods_evicted_total` counts a dry-run eviction with
 `result="dry_run"`, never `"success"`, so a dashboard summing successes never
-counts a pod that was not really evicted. Results: success, dry_run, and the
+counts a pod that was not really evicted. Results: success, dry_run, background
+(KEP-1397: an eviction requested in background; `success` follows once the pod
+is gone), and the
 refusal codes pdb_blocked, pod_gone, forbidden, api_unavailable, error.
 """
 

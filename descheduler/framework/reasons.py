@@ -38,6 +38,9 @@ class Reason(enum.StrEnum):
     FORBIDDEN = "forbidden"  # RBAC refused the eviction
     EVICTION_FAILED = "eviction_failed"  # any other API error
     ALREADY_EVICTED = "already_evicted"  # an earlier plugin evicted it this cycle
+    # KEP-1397: its eviction was requested earlier and is still in progress in
+    # background; nothing is asked again and the caller is told it is leaving
+    IN_BACKGROUND = "eviction_in_background"
     TOO_FEW_NODES = "too_few_nodes"  # cycle level: fewer than two ready nodes
     NOT_SYNCED = "not_synced"  # cycle level: the cluster caches have not synced yet
 

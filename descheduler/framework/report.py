@@ -28,15 +28,20 @@ class Eviction:
     plugin: str
     reason: str  # the plugin's own words
     profile: str = ""
+    # KEP-1397: the pod answered "evacuation triggered" and leaves in its own time
+    background: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "pod": self.pod,
             "node": self.node,
             "plugin": self.plugin,
             "profile": self.profile,
             "reason": self.reason,
         }
+        if self.background:
+            out["background"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

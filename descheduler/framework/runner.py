@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from descheduler import config
+from descheduler import config, features
 from descheduler.config import ExtensionPoint
 from descheduler.evictions import Backend
+from descheduler.framework.background import BackgroundRequests
 from descheduler.framework.cycle import Cycle, CycleCell, mode
 from descheduler.framework.evictor import EvictionCore
 from descheduler.framework.interfaces import Clock, ControllerPlugin
@@ -100,12 +101,15 @@ class Runner:
         timer: Callable[[], float] = time.perf_counter,
         client: rest.Rest | None = None,
         recorder: events.Recorder | None = None,
+        gates: features.Gates | None = None,
     ) -> Runner:
         """Build every profile (raises `StartupError` listing every problem).
 
         `client` and `recorder` are handed to plugins through their Handle
-        (MigrationController needs both); leave them None offline.
+        (MigrationController needs both); leave them None offline. `gates`
+        defaults to every feature gate's default.
         """
+        gates = gates if gates is not None else features.Gates()
         cell = CycleCell()
         core = EvictionCore(
             cell=cell,
@@ -118,6 +122,9 @@ class Runner:
             ),
             dry_run=cfg.dry_run,
             clock=clock,
+            background=(
+                BackgroundRequests() if gates.enabled(features.EVICTIONS_IN_BACKGROUND) else None
+            ),
         )
         built = build_profiles(
             cfg.profiles,
@@ -164,7 +171,13 @@ class Runner:
         snapshot = Snapshot(state, taken_at=started, node_selector=self._node_selector)
         if self._core.backoff.resting and not dry:  # forget pods that left the cluster
             self._core.backoff.keep_only({pod.uid for pod in snapshot.pods()})
-        cycle = Cycle(snapshot, Ledger(self._core.limits), dry)
+        requests = self._core.background
+        if requests is not None:  # KEP-1397: every pod of the cluster, not just selected nodes
+            for done in requests.sync(state.pods, started):
+                self._metrics.pods_evicted.labels(
+                    "success", done.plugin, done.profile, done.namespace, done.node
+                ).inc()
+        cycle = Cycle(snapshot, Ledger(self._core.limits, requests), dry)
         cell = self._core.cell
         cell.begin(cycle)
         try:

@@ -40,6 +40,8 @@ IN_TREE: Mapping[str, str] = MappingProxyType(
         "RemovePodsHavingTooManyRestarts": "descheduler.plugins.removepodshavingtoomanyrestarts",
         "PodLifeTime": "descheduler.plugins.podlifetime",
         "RemoveFailedPods": "descheduler.plugins.removefailedpods",
+        "CustomPriority": "descheduler.plugins.custompriority",
+        "FragmentationAware": "descheduler.plugins.fragmentationaware",
     }
 )
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
-from descheduler import config, framework, plugins
+from descheduler import config, features, framework, plugins
 from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.evictions import EvictOptions
 from descheduler.framework import Handle, Snapshot
@@ -174,6 +174,7 @@ def harness(
     *,
     backend: FakeBackend | None = None,
     clock: FixedClock | None = None,
+    gates: features.Gates | None = None,
 ) -> Harness:
     cfg = config.decode_configuration(raw, plugins=registry.catalog())
     metrics_registry = CollectorRegistry()
@@ -181,7 +182,7 @@ def harness(
     backend = backend or FakeBackend()
     clock = clock or FixedClock()
     runner = framework.Runner.from_config(
-        cfg, registry, source=source, backend=backend, metrics=metrics, clock=clock
+        cfg, registry, source=source, backend=backend, metrics=metrics, clock=clock, gates=gates
     )
     h = Harness(runner, backend, source, metrics_registry, clock)
     h.metrics = metrics

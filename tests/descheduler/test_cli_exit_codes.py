@@ -61,7 +61,7 @@ def test_unknown_plugin_exits_2_naming_the_known_ones(tmp_path: pathlib.Path) ->
     assert 'profiles[0].plugins.balance.enabled[0].name: unknown plugin "LowNodeLoadd"' in (
         result.stderr
     )
-    assert "known plugins: DefaultEvictor," in result.stderr
+    assert "known plugins: CustomPriority, DefaultEvictor," in result.stderr
 
 
 def test_reservation_first_job_mode_exits_2_in_a_real_process(tmp_path: pathlib.Path) -> None:
@@ -171,3 +171,12 @@ def test_address_in_use_exits_2(tmp_path: pathlib.Path, kubeconfig: pathlib.Path
         )
     assert result.exit_code == 2, result.output
     assert f"  cannot listen on 127.0.0.1:{port}: " in result.stderr
+
+
+def test_unknown_feature_gate_exits_2_naming_the_known_ones(tmp_path: pathlib.Path) -> None:
+    """--feature-gates takes upstream's gate names; a typo is a usage error naming them."""
+    result = start(tmp_path, "", "--once", "--feature-gates", "EvictionsInBackgrund=true")
+    assert result.exit_code == 2
+    assert "unknown gate 'EvictionsInBackgrund'; known gates: EvictionsInBackground" in (
+        result.stderr
+    )

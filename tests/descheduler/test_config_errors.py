@@ -103,9 +103,9 @@ CASES = [
         id="bad-duration",
     ),
     pytest.param(
-        lownodeload("anomalyCondition: {consecutiveAbnormalities: 0}\n"),
-        [f"{LNL}.anomalyCondition.consecutiveAbnormalities: must be >= 1"],
-        id="zero-abnormalities",
+        lownodeload("anomalyCondition: {consecutiveAbnormalities: -1}\n"),
+        [f"{LNL}.anomalyCondition.consecutiveAbnormalities: must be >= 0"],
+        id="negative-abnormalities",
     ),
     pytest.param(
         lownodeload("resourceWeights: {cpu: 0}\n"),

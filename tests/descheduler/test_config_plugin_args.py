@@ -27,7 +27,7 @@ def errors_of(args_type: type[config.PluginArgs], raw: object) -> list[str]:
 def test_every_in_tree_plugin_declares_name_args_and_points() -> None:
     """The catalog is complete and each Args kind is "<NAME>Args"."""
     specs = plugins.in_tree()
-    assert len(specs) == 13
+    assert len(specs) == 15
     for name, spec in specs.items():
         kind = spec.args.KIND
         assert kind == f"{name}Args"

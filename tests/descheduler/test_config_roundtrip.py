@@ -98,6 +98,34 @@ def test_every_plugin_with_every_field_round_trips() -> None:
               exitCodes: [137]
           - name: RemoveFailedPods
             args: {reasons: [OOMKilled], minPodLifetimeSeconds: 0, exitCodes: [1]}
+          - name: CustomPriority
+            args:
+              paused: true
+              dryRun: true
+              evictableNamespaces: {exclude: [kube-system]}
+              nodeSelector: {matchLabels: {pool: spot}}
+              podSelectors: [{name: web, selector: {matchLabels: {app: web}}}]
+              nodeFit: false
+              mode: DrainNode
+              autoCordon: true
+              evictionOrder:
+              - name: on-demand
+                nodeSelector: {matchLabels: {billing: on-demand}}
+                keepThreshold: {cpu: 30}
+                rejectThreshold: {cpu: 80, memory: 90}
+              - name: spot
+                nodeSelector: {matchLabels: {billing: spot}}
+          - name: FragmentationAware
+            args:
+              paused: true
+              dryRun: true
+              nodeSelector: {matchLabels: {pool: gpu}}
+              evictableNamespaces: {include: [batch]}
+              podSelectors: [{selector: {matchLabels: {app: train}}}]
+              nodeFit: false
+              resources: [cpu, memory, nvidia.com/gpu]
+              imbalanceThreshold: 0.3
+              minImprovementThreshold: 0.05
         """)
     loaded = config.load_config(text, plugins=in_tree())
     again = config.load_config(config.dump_config(loaded), plugins=in_tree())

@@ -363,3 +363,14 @@ def test_namespace_label_selector() -> None:
 def test_node_fit_default_is_on() -> None:
     """Safe default: DefaultEvictor's nodeFit is true unless the user turns it off."""
     assert defaultevictor.Args().node_fit is True
+
+
+def test_pods_with_resource_claims_protection() -> None:
+    """upstream v0.34 PodsWithResourceClaims: a pod with spec.resourceClaims is kept when enabled."""
+    raw = builders.make_pod_dict("gpu")
+    raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+    claimed, plain = objects.Pod.from_api(raw), builders.make_pod("plain")
+    on = plugin({"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}})
+    assert refused(on.filter(claimed)) == "pod has ResourceClaims"
+    assert refused(on.filter(plain)) is None
+    assert refused(plugin().filter(claimed)) is None  # not a default protection

@@ -91,19 +91,15 @@ def test_every_problem_of_every_profile_is_listed_at_once() -> None:
     registry = fakes.registry_with(Ok=fakes.nothing)
     registry.register("Later", None, args=fakes.NoArgs, extension_points=BALANCE)
     registry.register("Never", None, args=fakes.NoArgs, extension_points=BALANCE)
+
+    def refuse(args: Any, handle: Any) -> Any:
+        raise ValueError("cannot work with these args")
+
+    registry.register("Refuses", refuse, args=fakes.NoArgs, extension_points=BALANCE)
     raw = fakes.policy(
         profiles=[
             {"name": "a", "plugins": {"balance": {"enabled": ["Ok", "Later"]}}},
-            {
-                "name": "b",
-                "plugins": {"balance": {"enabled": ["Never"]}},
-                "pluginConfig": [
-                    {
-                        "name": "DefaultEvictor",
-                        "args": {"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}},
-                    }
-                ],
-            },
+            {"name": "b", "plugins": {"balance": {"enabled": ["Never", "Refuses"]}}},
         ]
     )
     with pytest.raises(framework.StartupError) as caught:
@@ -111,8 +107,7 @@ def test_every_problem_of_every_profile_is_listed_at_once() -> None:
     assert caught.value.problems == [
         "profiles[0] (a): plugin Later is not implemented yet",
         "profiles[1] (b): plugin Never is not implemented yet",
-        "profiles[1] (b): plugin DefaultEvictor: the PodsWithResourceClaims protection is not "
-        "supported yet (pod resource claims are not read)",
+        "profiles[1] (b): plugin Refuses: cannot work with these args",
     ]
     assert str(caught.value).startswith("cannot start (3 problems):\n  profiles[0] (a)")
 

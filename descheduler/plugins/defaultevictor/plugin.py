@@ -40,13 +40,6 @@ class DefaultEvictor:
         self.args = args
         self._handle = handle
         self.protections = rules.effective_protections(args)
-        if PodProtection.PODS_WITH_RESOURCE_CLAIMS in self.protections:
-            # kube.objects.Pod does not carry spec.resourceClaims: refuse to start
-            # rather than silently not protecting what the user asked to protect.
-            raise ValueError(
-                "the PodsWithResourceClaims protection is not supported yet "
-                "(pod resource claims are not read)"
-            )
 
     # -- filter --------------------------------------------------------------------
 

@@ -98,6 +98,9 @@ def optional(
         found.append("pod has local storage (emptyDir or hostPath)")
     if PodProtection.PODS_WITH_PVC in protections and pod.has_pvc:
         found.append("pod has a PersistentVolumeClaim")
+    if PodProtection.PODS_WITH_RESOURCE_CLAIMS in protections and pod.has_resource_claims:
+        # upstream v0.34 (utils.IsPodWithResourceClaims: spec.resourceClaims not empty)
+        found.append("pod has ResourceClaims")
     if PodProtection.PODS_WITHOUT_PDB in protections and not covered_by_pdb:
         found.append("no PodDisruptionBudget covers the pod")
     return found

@@ -40,17 +40,30 @@ def _default_weights() -> Mapping[str, int]:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AnomalyCondition:
-    """How many consecutive readings above the high mark make a node a source."""
+    """How many consecutive readings above the high mark make a node a source.
+
+    A count of 0 means "not set", as Koordinator v1.8 defaults it: the default
+    at the top level, the top level's value in a node pool (`Args.complete`).
+    """
 
     timeout: timedelta = field(
         default=timedelta(minutes=1), metadata=fields.spec("timeout", codecs.DURATION)
     )
     consecutive_abnormalities: int = field(
-        default=5, metadata=fields.spec("consecutiveAbnormalities", codecs.POSITIVE)
+        default=5, metadata=fields.spec("consecutiveAbnormalities", codecs.NON_NEGATIVE)
     )
     consecutive_normalities: int = field(
-        default=3, metadata=fields.spec("consecutiveNormalities", codecs.POSITIVE)
+        default=3, metadata=fields.spec("consecutiveNormalities", codecs.NON_NEGATIVE)
     )
+
+    def or_else(self, other: AnomalyCondition) -> AnomalyCondition:
+        """Each count left at 0 taken from `other`."""
+        return AnomalyCondition(
+            timeout=self.timeout,
+            consecutive_abnormalities=self.consecutive_abnormalities
+            or other.consecutive_abnormalities,
+            consecutive_normalities=self.consecutive_normalities or other.consecutive_normalities,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -247,6 +260,7 @@ class LowNodeLoadArgs(fields.PluginArgs):
             resource_weights=_weights(
                 self.resource_weights, self.low_thresholds, self.high_thresholds
             ),
+            anomaly_condition=self.anomaly_condition.or_else(AnomalyCondition()),
         )
         raw_pools = raw.get("nodePools")
         pools = tuple(
@@ -276,7 +290,7 @@ class LowNodeLoadArgs(fields.PluginArgs):
                 if "consecutiveNormalities" in anomaly_given
                 else top.consecutive_normalities
             ),
-        )
+        ).or_else(top)
 
         def pick(
             key: str, own: Mapping[str, float], inherited: Mapping[str, float]
