@@ -417,3 +417,25 @@ def test_pod_event_sets_cgroups_without_waiting_for_the_interval(
         assert cpu_files(tree, container) == ("39", "200000 100000", str(GI))
     finally:
         stop.set()
+
+
+def test_a_refusing_cgroup_is_warned_about_once(
+    tmp_path: Path,
+    cache: MetricCache,
+    clock: FakeClock,
+    metrics: QoSMetrics,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A file that keeps failing logs one warning, then debug lines, round after round."""
+    broken = fake_be_pod("broken")
+    tree = write_pod_tree(tmp_path, CgroupVersion.V1, Driver.CGROUPFS, [broken])
+    tree.fs.path(tree.pod_dir(broken), "memory.limit_in_bytes").write_text("garbage\n")
+    states = FakeStates(node_value=make_node(), pod_list=[pod_meta(make_batch_pod("broken"))])
+    plugin = BatchResource(new_handle(tree, metrics, clock))
+    plugin.setup(None, cache, states)  # type: ignore[arg-type]
+    with caplog.at_level("DEBUG", logger="qosmanager.plugins.batchresource.plugin"):
+        for _ in range(3):
+            clock.advance(61)
+            plugin.tick()
+    levels = [r.levelname for r in caplog.records if "MEMORY_LIMIT not set" in r.getMessage()]
+    assert levels == ["WARNING", "DEBUG", "DEBUG"]

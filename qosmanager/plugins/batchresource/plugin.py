@@ -88,6 +88,7 @@ class BatchResource(base.PeriodicStrategy):
         self._monotonic = monotonic
         self.rounds = 0  # reconcile rounds run, for tests and the bench
         self._memo: dict[str, _Memo] = {}
+        self._warned: set[tuple[str, cgroups.Resource]] = set()
 
     def run(self, stop: threading.Event) -> None:
         if self.interval <= 0:
@@ -130,6 +131,7 @@ class BatchResource(base.PeriodicStrategy):
             if wanted is not None:
                 self._apply(pod, wanted)
         self._memo = memo
+        self._warned = {w for w in self._warned if w[0] in memo}
         self.rounds += 1
 
     def _apply(self, pod: qstates.PodMeta, wanted: Targets) -> None:
@@ -145,4 +147,8 @@ class BatchResource(base.PeriodicStrategy):
             except qexecutor.ClaimRefused:
                 raise
             except cgroups.CgroupError as err:
-                log.warning("%s: pod %s: %s not set: %s", NAME, pod.key, resource.name, err)
+                # once per pod and resource at warning level: a refusal repeats every round
+                key = (pod.uid, resource)
+                level = logging.DEBUG if key in self._warned else logging.WARNING
+                self._warned.add(key)
+                log.log(level, "%s: pod %s: %s not set: %s", NAME, pod.key, resource.name, err)
