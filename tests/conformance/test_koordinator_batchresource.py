@@ -31,12 +31,21 @@ def _container(cpu: str, memory: str) -> dict[str, Any]:
     return {"name": "c", "resources": {"requests": res, "limits": res}}
 
 
-def _pod(name: str, phase: str, containers: list[dict[str, Any]], qos: str | None) -> objects.Pod:
+def _pod(
+    name: str,
+    phase: str,
+    containers: list[dict[str, Any]],
+    qos: str | None,
+    priority: tuple[str, int] | None = None,
+) -> objects.Pod:
     labels = {"koordinator.sh/qosClass": qos} if qos else {}
+    spec: dict[str, Any] = {"nodeName": "test-node1", "containers": containers}
+    if priority is not None:
+        spec["priorityClassName"], spec["priority"] = priority
     return objects.Pod.from_api(
         {
             "metadata": {"name": name, "namespace": "test", "labels": labels},
-            "spec": {"nodeName": "test-node1", "containers": containers},
+            "spec": spec,
             "status": {"phase": phase},
         }
     )
@@ -55,20 +64,24 @@ def _usage(cpu: str, memory: str) -> dict[str, Any]:
     return {"resources": {"cpu": cpu, "memory": memory}}
 
 
+def _metric(system: tuple[str, str], pods: list[tuple[str, str, str]]) -> slo.NodeMetric:
+    return slo.NodeMetric.from_api(
+        {
+            "metadata": {"name": "test-node1"},
+            "status": {
+                "updateTime": objects.format_time(NOW),
+                "nodeMetric": {"nodeUsage": _usage("50", "55G"), "systemUsage": _usage(*system)},
+                "podsMetric": [
+                    {"namespace": "test", "name": n, "podUsage": _usage(c, m)} for n, c, m in pods
+                ],
+            },
+        }
+    )
+
+
 # getTestResourceMetrics
-METRIC = slo.NodeMetric.from_api(
-    {
-        "metadata": {"name": "test-node1"},
-        "status": {
-            "updateTime": objects.format_time(NOW),
-            "nodeMetric": {"nodeUsage": _usage("50", "55G"), "systemUsage": _usage("7", "12G")},
-            "podsMetric": [
-                {"namespace": "test", "name": "podA", "podUsage": _usage("11", "11G")},
-                {"namespace": "test", "name": "podB", "podUsage": _usage("10", "10G")},
-                {"namespace": "test", "name": "podC", "podUsage": _usage("22", "22G")},
-            ],
-        },
-    }
+METRIC = _metric(
+    ("7", "12G"), [("podA", "11", "11G"), ("podB", "10", "10G"), ("podC", "22", "22G")]
 )
 
 
@@ -175,3 +188,47 @@ def test_is_degrade_needed(metric: slo.NodeMetric | None, degraded: bool) -> Non
             "kubernetes.io/batch-cpu": 0,
             "kubernetes.io/batch-memory": 0,
         }
+
+
+# Rows with their own pod lists. Koordinator's priority values: PriorityProdValueMax 9999,
+# PriorityMidValueMin 7000.
+PROD1 = _pod("podProd1", "Running", [_container("10", "10G")], None, ("koord-prod", 9999))
+MID = _pod(
+    "podMid",
+    "Pending",
+    [_container("10", "20G"), _container("10", "20G")],
+    "BE",
+    ("koord-mid", 7000),
+)
+BATCH = _pod("podBatch", "Running", [_container("10", "10G")], "BE")
+PROD2_DONE = _pod("podProd2", "Succeeded", [_container("10", "10G")], None)
+OWN_PODS = [
+    pytest.param(
+        [_pod("podProd", "Running", [_container("10", "10G")], "LS"), PROD1, BATCH, MID, PROD2_DONE],
+        _metric(("7", "12G"), [("podProd", "5", "5G"), ("podProd1", "6", "6G"), ("podBatch", "10", "10G"), ("podMid", "22", "22G")]),
+        25000, 33 * G,
+        id="calculate with pods in multiple priority classes",
+    ),
+    pytest.param(
+        [_pod("podProd", "Running", [_container("10", "10G")], "LS"), PROD1],
+        _metric(("5", "10G"), [("podProd", "5", "5G"), ("podProd2", "10", "10G")]),
+        35000, 43 * G,
+        id="calculate with pods terminated",
+    ),
+    pytest.param(
+        [_pod("podProdLSE", "Running", [_container("10", "10G")], "LSE"), PROD1, BATCH, MID, PROD2_DONE],
+        _metric(("7", "12G"), [("podProdLSE", "5", "5G"), ("podProd1", "6", "6G"), ("podBatch", "10", "10G"), ("podMid", "22", "22G")]),
+        20000, 33 * G,
+        id="calculate with pods QoS=LSE",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pods", "metric", "cpu", "memory"), OWN_PODS)
+def test_plugin_calculate_own_pods(
+    pods: list[objects.Pod], metric: slo.NodeMetric, cpu: int, memory: int
+) -> None:
+    """TestPluginCalculate row with its own pods: priority classes, dangling metrics, LSE."""
+    strategy = ColocationStrategy(enable=True, **U65)
+    found = calculate(strategy, _node(), pods, metric, NOW)
+    assert (found.cpu, found.memory, found.degraded) == (cpu, memory, None)
