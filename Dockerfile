@@ -12,6 +12,7 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY agent agent
+COPY manager manager
 COPY qosmanager qosmanager
 COPY metriccache metriccache
 COPY descheduler descheduler

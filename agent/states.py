@@ -143,6 +143,7 @@ class States:
         by_name = f"metadata.name={node_name}"
         self._slo = NodeSLOState(invalid_nodeslo_reporter(recorder))
         self._pods_version = 0
+        self._pods_changed = threading.Condition()
         self._node: cache.Informer[objects.Node] = cache.Informer(
             client, cache.NODES, project=objects.Node.from_api, field_selector=by_name, name="node"
         )
@@ -199,6 +200,13 @@ class States:
         """Changes whenever a pod is added, changed or removed (`discovery.PodLister`)."""
         return self._pods_version
 
+    def wait_pods_changed(self, since: int, timeout: float) -> int:
+        """Block up to `timeout` s until `pods_version` is not `since`; return it
+        (`qosmanager.states.PodEvents`)."""
+        with self._pods_changed:
+            self._pods_changed.wait_for(lambda: self._pods_version != since, timeout)
+            return self._pods_version
+
     def nodemetric(self) -> Mapping[str, Any] | None:
         """The node's NodeMetric as last listed or watched, or None (absent or not synced)."""
         return self._nodemetric.get(self.node_name)
@@ -231,7 +239,9 @@ class States:
     def _pod_event(
         self, _kind: str, _old: qstates.PodMeta | None, _new: qstates.PodMeta | None
     ) -> None:
-        self._pods_version += 1  # only the pods informer's thread writes it
+        with self._pods_changed:
+            self._pods_version += 1  # only the pods informer's thread writes it
+            self._pods_changed.notify_all()
 
     def _slo_event(
         self, _kind: str, _old: Mapping[str, Any] | None, new: Mapping[str, Any] | None

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import click
 
 # Koordinator's gate names for the built-in strategies.
+BATCH_RESOURCE = "BatchResource"
 BE_CPU_EVICT = "BECPUEvict"
 BE_CPU_SUPPRESS = "BECPUSuppress"
 BE_MEMORY_EVICT = "BEMemoryEvict"
@@ -71,6 +72,8 @@ BUILTIN_FEATURES: tuple[Feature, ...] = (
     Feature(BE_CPU_EVICT, False, Stage.ALPHA, "evict BE pods whose CPU satisfaction is too low"),
     Feature(BE_CPU_SUPPRESS, True, Stage.BETA, "cap BE pods' CPU by cfs quota or cpuset"),
     Feature(BE_MEMORY_EVICT, False, Stage.ALPHA, "evict BE pods when node memory is too high"),
+    # koordlet's runtime-hooks gate (pkg/koordlet/runtimehooks/config.go), in reconcile mode
+    Feature(BATCH_RESOURCE, True, Stage.BETA, "Batch pods' cgroups from batch-cpu/batch-memory"),
     Feature(CPU_BURST, True, Stage.BETA, "cfs burst and quota scaling for LS pods"),
     Feature(CGROUP_RECONCILE, False, Stage.ALPHA, "memory QoS (memory.min/low/high) per class"),
     Feature(SYSTEM_CONFIG, False, Stage.ALPHA, "min_free_kbytes and watermark_scale_factor"),

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import cgroups
 from kube import classify, nodeslo, objects, quantity
@@ -43,6 +43,24 @@ class States(Protocol):
 
     def wait_synced(self, timeout: float) -> bool:
         """Block up to `timeout` seconds for the first full sync; True once synced."""
+        ...
+
+
+@runtime_checkable
+class PodEvents(Protocol):
+    """A `States` that also says when its pods change (the agent's does; fakes may not).
+
+    Plugins that must act on a new container at once (BatchResource) wait on it
+    instead of polling; others ignore it.
+    """
+
+    @property
+    def pods_version(self) -> int:
+        """A number that changes whenever a pod is added, changed or removed."""
+        ...
+
+    def wait_pods_changed(self, since: int, timeout: float) -> int:
+        """Block up to `timeout` s until `pods_version` differs from `since`; return it."""
         ...
 
 

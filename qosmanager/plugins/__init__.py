@@ -25,6 +25,7 @@ from types import MappingProxyType
 
 from qosmanager import discovery, features, framework
 from qosmanager.plugins.base import Handle, PeriodicStrategy
+from qosmanager.plugins.batchresource import BatchResource
 from qosmanager.plugins.cgreconcile import CgroupReconcile
 from qosmanager.plugins.cpuburst import CPUBurst
 from qosmanager.plugins.cpuevict import CPUEvict
@@ -34,6 +35,7 @@ from qosmanager.plugins.sysconfig import SystemConfig
 
 __all__ = [
     "IN_TREE",
+    "BatchResource",
     "CPUBurst",
     "CPUEvict",
     "CPUSuppress",
@@ -56,6 +58,7 @@ IN_TREE: Mapping[str, str] = MappingProxyType(
         features.BE_MEMORY_EVICT: "qosmanager.plugins.memoryevict",
         features.CGROUP_RECONCILE: "qosmanager.plugins.cgreconcile",
         features.SYSTEM_CONFIG: "qosmanager.plugins.sysconfig",
+        features.BATCH_RESOURCE: "qosmanager.plugins.batchresource",
     }
 )
 

@@ -31,6 +31,7 @@ def test_one_table_gates_collectors_and_qos_strategies() -> None:
         ("BEMemoryEvict", False),
         ("CgroupReconcile", False),
         ("SystemConfig", False),
+        ("BatchResource", True),
         ("PSICollector", False),
     ],
 )

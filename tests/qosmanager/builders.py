@@ -214,3 +214,43 @@ def pod_samples(kind: kinds.MetricKind, t: float, values: Mapping[str, float]) -
 def names(pods: Iterable[Any]) -> list[str]:
     """Pod names of PodMetas or candidates (anything with .name or .pod.name)."""
     return [getattr(p, "name", None) or p.pod.name for p in pods]
+
+
+def make_batch_pod(
+    name: str,
+    *,
+    batch_cpu: Sequence[tuple[str | None, str | None]] = (("1000", "2000"),),
+    batch_memory: Sequence[tuple[str | None, str | None]] = ((None, "1Gi"),),
+    labels: Mapping[str, str] | None = None,
+    phase: str = "Running",
+    running: bool = True,
+) -> dict[str, Any]:
+    """A BE pod whose container i asks batch_cpu[i] = (request, limit) millicores and
+    batch_memory[i] = (request, limit); None leaves the value out. `running=False` gives
+    the containers no id yet (kubelet has not started them)."""
+    obj = make_pod(
+        name,
+        qos=BE,
+        containers=len(batch_cpu),
+        labels={"koordinator.sh/qosClass": BE, **(labels or {})},
+        phase=phase,
+    )
+    for container, cpu, memory in zip(
+        obj["spec"]["containers"], batch_cpu, batch_memory, strict=True
+    ):
+        requests: dict[str, str] = {}
+        limits: dict[str, str] = {}
+        for name_, (request, limit) in (
+            ("kubernetes.io/batch-cpu", cpu),
+            ("kubernetes.io/batch-memory", memory),
+        ):
+            if request is not None:
+                requests[name_] = request
+            if limit is not None:
+                limits[name_] = limit
+        container["resources"] = {"requests": requests, "limits": limits}
+    if not running:
+        obj["status"]["containerStatuses"] = [
+            {"name": c["name"], "state": {"waiting": {}}} for c in obj["spec"]["containers"]
+        ]
+    return obj

@@ -65,12 +65,13 @@ def handle(tmp_path: Path, metrics: QoSMetrics) -> Handle:
 def test_builtin_registry_lists_koordinators_gates_and_defaults(
     tmp_path: Path, metrics: QoSMetrics
 ) -> None:
-    """Six built-ins under Koordinator's names; only BECPUSuppress and CPUBurst default on."""
+    """Seven built-ins under Koordinator's names; BECPUSuppress, BatchResource, CPUBurst on."""
     registry = builtin_registry(handle(tmp_path, metrics))
     assert sorted(e.name for e in registry) == [
         "BECPUEvict",
         "BECPUSuppress",
         "BEMemoryEvict",
+        "BatchResource",
         "CPUBurst",
         "CgroupReconcile",
         "SystemConfig",
@@ -80,6 +81,7 @@ def test_builtin_registry_lists_koordinators_gates_and_defaults(
         "BECPUEvict": False,
         "BECPUSuppress": True,
         "BEMemoryEvict": False,
+        "BatchResource": True,
         "CPUBurst": True,
         "CgroupReconcile": False,
         "SystemConfig": False,

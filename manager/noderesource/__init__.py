@@ -1,0 +1,26 @@
+"""Batch resources of a Node from its NodeMetric: Koordinator's slo-controller formula, pure.
+
+`config.parse_colocation_config` reads the `colocation-config` JSON;
+`batch.calculate` gives a node's batch-cpu/batch-memory; `batch.needs_update`
+decides whether the Node's status is written. No I/O here: the manager's
+controller feeds Nodes, Pods and NodeMetrics in and patches what comes out.
+"""
+
+from manager.noderesource import batch, config
+from manager.noderesource.batch import BatchAllocatable, calculate, needs_update
+from manager.noderesource.config import (
+    ColocationConfig,
+    ColocationStrategy,
+    parse_colocation_config,
+)
+
+__all__ = [
+    "BatchAllocatable",
+    "ColocationConfig",
+    "ColocationStrategy",
+    "batch",
+    "calculate",
+    "config",
+    "needs_update",
+    "parse_colocation_config",
+]

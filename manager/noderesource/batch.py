@@ -1,0 +1,202 @@
+"""Batch allocatable of one node: Koordinator's formula, degrade rule and update rule.
+
+From `pkg/slo-controller/noderesource/plugins/batchresource/plugin.go` and
+`plugins/util/util.go` (`CalculateBatchResourceByPolicy`), per resource (cpu in
+millicores, memory in bytes):
+
+    margin   = capacity * (100 - reclaimThresholdPercent) / 100        (truncated)
+    reserved = max(capacity - allocatable, node.koordinator.sh/reservation)
+    system   = max(NodeMetric systemUsage, reserved)
+    byUsage           = max(capacity - margin - system   - HP used,            0)
+    byRequest         = max(capacity - margin - reserved - HP request,         0)
+    byMaxUsageRequest = max(capacity - margin - system   - sum max(HP req, used), 0)
+    batch = by<policy>, then min(batch, capacity * batch<Res>ThresholdPercent / 100) if set
+
+HP ("high priority") pods are the Running/Pending pods whose priority class,
+defaulted from their QoS (BE -> batch, others -> prod), is neither batch nor
+free. A HP pod without a NodeMetric entry counts its request as used; an LSE pod
+counts its CPU request (it reclaims no CPU) and its memory usage. Pods in the
+NodeMetric but no longer listed count their usage unless their reported priority
+is batch or free. cpu policies: usage, maxUsageRequest ("request" falls back to
+usage, as Koordinator); memory: usage, request, maxUsageRequest.
+
+A NodeMetric that is missing, has no updateTime, or is older than
+degradeTimeMinutes degrades the node: batch is 0 and `degraded` says why
+(Koordinator deletes the two resources from the Node instead; see
+docs/deviations.md). Host applications and NUMA zones are not modelled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from kube import classify, objects, quantity, slo
+from manager.noderesource import config
+
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
+_LOW = frozenset({classify.PriorityClass.BATCH, classify.PriorityClass.FREE})
+_CPU, _MEM = quantity.CPU, quantity.MEMORY
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAllocatable:
+    """The node's batch-cpu (millicores) and batch-memory (bytes), and why if degraded."""
+
+    cpu: int
+    memory: int
+    degraded: str | None = None
+
+    def as_resources(self) -> dict[str, int]:
+        return {BATCH_CPU: self.cpu, BATCH_MEMORY: self.memory}
+
+
+def _priority(pod: objects.Pod) -> classify.PriorityClass:
+    found = pod.koord_priority_class
+    if found is not classify.PriorityClass.NONE:
+        return found
+    qos = pod.koord_qos
+    if qos is classify.KoordQOS.BE:
+        return classify.PriorityClass.BATCH
+    if qos is classify.KoordQOS.NONE:
+        return classify.PriorityClass.NONE
+    return classify.PriorityClass.PROD
+
+
+def _annotated_reservation(annotations: Mapping[str, str]) -> dict[str, int]:
+    raw = annotations.get(ANNOTATION_NODE_RESERVATION)
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+        found = dict(quantity.Resources.from_api(parsed.get("resources")))
+        cpus = str(parsed.get("reservedCPUs") or "")
+    except (ValueError, AttributeError):
+        return {}
+    count = 0
+    for part in filter(None, cpus.split(",")):
+        low, _, high = part.partition("-")
+        try:
+            count += int(high or low) - int(low) + 1
+        except ValueError:
+            return {}
+    if count:  # reservedCPUs replaces a cpu quantity (Koordinator's GetNodeReservationResources)
+        found[_CPU] = count * 1000
+    return found
+
+
+def degrade_reason(metric: slo.NodeMetric | None, now: datetime, minutes: int) -> str | None:
+    """Why the node's batch resources must degrade to zero, or None."""
+    if metric is None or metric.status.update_time is None:
+        return "no NodeMetric update time"
+    if now > metric.status.update_time + timedelta(minutes=minutes):
+        return f"NodeMetric not updated since {metric.status.update_time.isoformat()}"
+    return None
+
+
+def calculate(
+    strategy: config.ColocationStrategy,
+    node: objects.Node,
+    pods: Iterable[objects.Pod],
+    metric: slo.NodeMetric | None,
+    now: datetime,
+) -> BatchAllocatable:
+    """The node's batch allocatable under `strategy` at `now` (see the module docstring)."""
+    reason = degrade_reason(metric, now, strategy.degrade_time_minutes)
+    if reason is not None or metric is None:
+        return BatchAllocatable(0, 0, reason or "no NodeMetric")
+    by_key = {p.key: p for p in metric.status.pods_metric}
+    dangling = dict(by_key)
+    hp_request = {_CPU: 0, _MEM: 0}
+    hp_used = {_CPU: 0, _MEM: 0}
+    hp_max = {_CPU: 0, _MEM: 0}
+    for pod in pods:
+        if pod.phase not in ("Running", "Pending"):
+            continue
+        found = by_key.get(pod.key)
+        if found is not None:
+            dangling.pop(pod.key, None)
+        if _priority(pod) in _LOW:
+            continue
+        request = {r: pod.requests.get(r, 0) for r in (_CPU, _MEM)}
+        for r in (_CPU, _MEM):
+            hp_request[r] += request[r]
+        if found is None:
+            for r in (_CPU, _MEM):
+                hp_used[r] += request[r]
+            continue
+        used = {r: found.pod_usage.get(r, 0) for r in (_CPU, _MEM)}
+        if pod.koord_qos is classify.KoordQOS.LSE:
+            used = {_CPU: request[_CPU], _MEM: used[_MEM]}
+        for r in (_CPU, _MEM):
+            hp_used[r] += used[r]
+            hp_max[r] += max(request[r], used[r])
+    for info in dangling.values():
+        if info.priority in _LOW:
+            continue
+        for r in (_CPU, _MEM):
+            hp_used[r] += info.pod_usage.get(r, 0)
+            hp_max[r] += info.pod_usage.get(r, 0)
+    node_info = metric.status.node_metric
+    system_usage = node_info.system_usage if node_info is not None else quantity.EMPTY
+    annotated = _annotated_reservation(node.annotations)
+    result: dict[str, int] = {}
+    for r, reclaim, limit_pct, policy in (
+        (
+            _CPU,
+            strategy.cpu_reclaim_threshold_percent,
+            strategy.batch_cpu_threshold_percent,
+            strategy.cpu_calculate_policy,
+        ),
+        (
+            _MEM,
+            strategy.memory_reclaim_threshold_percent,
+            strategy.batch_memory_threshold_percent,
+            strategy.memory_calculate_policy,
+        ),
+    ):
+        capacity = node.capacity.get(r, 0)
+        margin = int(capacity * ((100 - reclaim) / 100.0))
+        kubelet_reserved = max(capacity - node.allocatable.get(r, capacity), 0)
+        reserved = max(kubelet_reserved, annotated.get(r, 0))
+        system = max(system_usage.get(r, 0), reserved)
+        if policy == config.MAX_USAGE_REQUEST:
+            value = capacity - margin - system - hp_max[r]
+        elif policy == config.REQUEST and r == _MEM:
+            value = capacity - margin - reserved - hp_request[r]
+        else:
+            value = capacity - margin - system - hp_used[r]
+        value = max(value, 0)
+        if limit_pct is not None:
+            value = min(value, int(capacity * (limit_pct / 100.0)))
+        result[r] = value
+    return BatchAllocatable(result[_CPU], result[_MEM])
+
+
+def _diff(old: int | None, new: int, threshold: float) -> bool:
+    """Koordinator's IsQuantityDiff on milli-values: |new - old| > old * threshold."""
+    if old is None:
+        return True
+    return abs(new - old) * 1000 > old * 1000 * threshold
+
+
+def needs_update(
+    strategy: config.ColocationStrategy,
+    current: Mapping[str, int],
+    wanted: BatchAllocatable,
+    last_update: datetime | None,
+    now: datetime,
+) -> bool:
+    """Whether the Node's status should be written: a resource is missing or moved by more
+    than resourceDiffThreshold of its current value, or updateTimeThresholdSeconds passed
+    since the last write."""
+    for name, value in wanted.as_resources().items():
+        if _diff(current.get(name), value, strategy.resource_diff_threshold):
+            return True
+    if last_update is None:
+        return True
+    return now - last_update > timedelta(seconds=strategy.update_time_threshold_seconds)

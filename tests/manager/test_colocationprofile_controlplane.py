@@ -1,0 +1,140 @@
+"""A ClusterColocationProfile rendered as a MutatingAdmissionPolicy, applied by the real API server."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kube import quantity, rest
+from manager import colocationprofile
+
+pytestmark = pytest.mark.controlplane
+
+MAP = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
+MAPB = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings"
+PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+PROFILES = "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles"
+
+
+def _pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c0",
+                    "image": "busybox",
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "1Gi"},
+                        "limits": {"cpu": "1", "memory": "2Gi"},
+                    },
+                },
+                {"name": "c1", "image": "busybox", "resources": {"requests": {"cpu": "1.5"}}},
+            ]
+        },
+    }
+
+
+@pytest.fixture
+def cluster_objects(kube: rest.Rest) -> Iterator[list[str]]:
+    """Paths of cluster-scoped objects to delete after the test."""
+    paths: list[str] = []
+    yield paths
+    for path in reversed(paths):
+        with contextlib.suppress(rest.ApiError):
+            kube.delete(path)
+
+
+def test_profile_mutates_matching_pods_at_creation(
+    kube: rest.Rest, cluster_objects: list[str]
+) -> None:
+    """Matching pod: labels, annotation, priority, scheduler, batch-cpu/memory; others untouched."""
+    suffix = uuid.uuid4().hex[:8]
+    namespace = f"coloc-{suffix}"
+    kube.create(
+        "/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"colocation": "on"}}}
+    )
+    cluster_objects.append(f"/api/v1/namespaces/{namespace}")
+    pc = f"koord-batch-{suffix}"
+    kube.create(
+        PCS,
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": pc},
+            "value": 5500,
+        },
+    )
+    cluster_objects.append(f"{PCS}/{pc}")
+    body = {
+        "apiVersion": "config.koordinator.sh/v1alpha1",
+        "kind": "ClusterColocationProfile",
+        "metadata": {"name": f"spark-{suffix}"},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"colocation": "on"}},
+            "selector": {"matchLabels": {"app": "spark"}},
+            "qosClass": "BE",
+            "priorityClassName": pc,
+            "koordinatorPriority": 1111,
+            "schedulerName": "koord-scheduler",
+            "labels": {"team": "data"},
+            "annotations": {"colocated-by": "nodeqos"},
+            "probability": "100%",
+        },
+    }
+    stored = kube.create(PROFILES, body)  # the CRD accepts Koordinator's profile
+    cluster_objects.append(f"{PROFILES}/{stored['metadata']['name']}")
+    policy, binding = colocationprofile.render(
+        colocationprofile.Profile.from_api(stored), priority_value=5500
+    )
+    kube.create(MAP, policy)
+    cluster_objects.append(f"{MAP}/{policy['metadata']['name']}")
+    kube.create(MAPB, binding)
+    cluster_objects.append(f"{MAPB}/{binding['metadata']['name']}")
+
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    deadline = time.monotonic() + 60
+    while True:  # the policy takes effect once the API server's policy informer has it
+        probe = kube.request(
+            "POST", pods, query={"dryRun": "All"}, body=_pod("probe", {"app": "spark"})
+        )
+        if (probe["metadata"].get("labels") or {}).get("koordinator.sh/qosClass") == "BE":
+            break
+        assert time.monotonic() < deadline, f"policy not applied within 60 s: {probe['metadata']}"
+        time.sleep(0.5)
+
+    pod = kube.create(pods, _pod("spark", {"app": "spark"}))
+    labels = pod["metadata"]["labels"]
+    assert labels["koordinator.sh/qosClass"] == "BE"
+    assert labels["koordinator.sh/priority"] == "1111"
+    assert labels["team"] == "data" and labels["app"] == "spark"
+    assert pod["metadata"]["annotations"]["colocated-by"] == "nodeqos"
+    assert (pod["spec"]["priorityClassName"], pod["spec"]["priority"]) == (pc, 5500)
+    assert pod["spec"]["schedulerName"] == "koord-scheduler"
+    c0, c1 = (c["resources"] for c in pod["spec"]["containers"])
+    as_ints = {
+        section: {k: quantity.quantity_value(v) for k, v in c0[section].items()}
+        for section in ("requests", "limits")
+    }
+    assert as_ints == {
+        "requests": {"kubernetes.io/batch-cpu": 500, "kubernetes.io/batch-memory": 1 << 30},
+        "limits": {"kubernetes.io/batch-cpu": 1000, "kubernetes.io/batch-memory": 2 << 30},
+    }
+    assert {k: quantity.quantity_value(v) for k, v in c1["requests"].items()} == {
+        "kubernetes.io/batch-cpu": 1500
+    }
+    assert pod["status"].get("qosClass") in (None, "BestEffort")
+
+    other = kube.create(pods, _pod("web", {"app": "web"}))
+    assert "koordinator.sh/qosClass" not in (other["metadata"].get("labels") or {})
+    assert other["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "500m",
+        "memory": "1Gi",
+    }
