@@ -26,8 +26,12 @@ from tests.conformance import (
     test_descheduler_removefailedpods,
     test_descheduler_toomanyrestarts,
     test_descheduler_topologyspread,
+    test_koordinator_custompriority,
+    test_koordinator_fragmentationaware,
     test_koordinator_lownodeload,
     test_koordinator_lownodeload_units,
+    test_koordinator_v18_lownodeload,
+    test_koordinator_v18_nodepools,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -44,6 +48,10 @@ MODULES = [
     test_descheduler_nodeaffinity,
     test_descheduler_interpodantiaffinity,
     test_descheduler_topologyspread,
+    test_koordinator_v18_lownodeload,
+    test_koordinator_v18_nodepools,
+    test_koordinator_custompriority,
+    test_koordinator_fragmentationaware,
 ]
 
 
