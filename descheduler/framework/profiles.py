@@ -23,7 +23,7 @@ other profiles run. Only when that leaves no profile at all is it a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from descheduler import config
@@ -80,6 +80,40 @@ class Built:
     disabled: tuple[PluginFailure, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What every profile's plugins are built with."""
+
+    registry: Registry
+    core: EvictionCore
+    cell: CycleCell
+    metrics: Metrics
+    clock: Clock
+    client: rest.Rest | None
+    recorder: events.Recorder | None
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One profile built: its runtime, or the problems and broken plugins that stop it."""
+
+    runtime: ProfileRuntime | None = None
+    problems: list[str] = field(default_factory=list)
+    broken: list[PluginFailure] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    """A plugin that cannot be built as configured: a problem of the configuration."""
+
+
+class _Broken(Exception):
+    """A plugin that is broken rather than misconfigured: isolated, its profile left out."""
+
+    def __init__(self, failure: PluginFailure) -> None:
+        super().__init__(failure.error)
+        self.failure = failure
+
+
 def build_profiles(
     profiles: tuple[config.Profile, ...],
     registry: Registry,
@@ -97,16 +131,14 @@ def build_profiles(
     A profile with a broken plugin is left out (`Built.disabled`); when no
     profile is left, the broken plugins are the StartupError's problems.
     """
-    problems: list[str] = []
-    broken: list[PluginFailure] = []
-    built = []
-    for position, profile in enumerate(profiles):
-        where = f"profiles[{position}] ({profile.name})"
-        runtime = _build(
-            profile, registry, where, problems, broken, core, cell, metrics, clock, client, recorder
-        )
-        if runtime is not None:
-            built.append(runtime)
+    shared = _Shared(registry, core, cell, metrics, clock, client, recorder)
+    outcomes = [
+        _build(profile, f"profiles[{position}] ({profile.name})", shared)
+        for position, profile in enumerate(profiles)
+    ]
+    problems = [problem for outcome in outcomes for problem in outcome.problems]
+    broken = [failure for outcome in outcomes for failure in outcome.broken]
+    built = [outcome.runtime for outcome in outcomes if outcome.runtime is not None]
     if not problems and profiles and not built:
         problems = [f"profile {f.profile}: plugin {f.plugin} is broken: {f.error}" for f in broken]
     if problems:
@@ -116,66 +148,67 @@ def build_profiles(
     return Built(tuple(built), tuple(broken))
 
 
-def _build(
-    profile: config.Profile,
-    registry: Registry,
-    where: str,
-    problems: list[str],
-    broken: list[PluginFailure],
-    core: EvictionCore,
-    cell: CycleCell,
-    metrics: Metrics,
-    clock: Clock,
-    client: rest.Rest | None,
-    recorder: events.Recorder | None,
-) -> ProfileRuntime | None:
-    decisions = Decisions(cell, metrics, profile.name)
-    proxy = EvictorProxy(core, decisions)
+def _build(profile: config.Profile, where: str, shared: _Shared) -> _Outcome:
+    """One profile: its Handle, each enabled plugin built once and checked at its points."""
+    decisions = Decisions(shared.cell, shared.metrics, profile.name)
+    proxy = EvictorProxy(shared.core, decisions)
     handle = Handle(
         evictor=proxy,
         decisions=decisions,
-        clock=clock,
-        snapshot=cell.snapshot,
+        clock=shared.clock,
+        snapshot=shared.cell.snapshot,
         profile=profile.name,
-        dry_run=core.dry_run,
-        client=client,
-        recorder=recorder,
+        dry_run=shared.core.dry_run,
+        client=shared.client,
+        recorder=shared.recorder,
     )
-    before, broken_before = len(problems), len(broken)
+    outcome = _Outcome()
     instances: dict[str, object] = {}
     failed: set[str] = set()
     for point in ExtensionPoint:
         for name in profile.enabled(point):
             if point in _UNSUPPORTED:
-                problems.append(
+                outcome.problems.append(
                     f"{where}: plugin {name}: the {point} extension point is not supported"
                 )
                 continue
             if name in failed:
                 continue
             if name not in instances:
-                plugin = _instantiate(profile, registry, name, handle, where, problems, broken)
-                if plugin is None:
+                try:
+                    instances[name] = _instantiate(profile, name, shared.registry, handle)
+                except _Refused as err:
+                    outcome.problems.append(f"{where}: {err}")
                     failed.add(name)
                     continue
-                instances[name] = plugin
+                except _Broken as err:
+                    outcome.broken.append(err.failure)
+                    failed.add(name)
+                    continue
             method = METHODS[point]
             if not callable(getattr(instances[name], method, None)):
-                problems.append(
+                outcome.problems.append(
                     f"{where}: plugin {name} is enabled at the {point} extension point "
                     f"but does not implement it (no {method}() method)"
                 )
     evict_plugins = profile.enabled(ExtensionPoint.EVICT)
     if len(evict_plugins) > 1:
-        problems.append(
+        outcome.problems.append(
             f"{where}: only one plugin may be enabled at the evict extension point "
             f"(found {', '.join(evict_plugins)})"
         )
-    if len(problems) > before or len(broken) > broken_before:
-        return None
+    if not outcome.problems and not outcome.broken:
+        outcome.runtime = _runtime(profile, handle, proxy, instances)
+    return outcome
+
+
+def _runtime(
+    profile: config.Profile, handle: Handle, proxy: EvictorProxy, instances: dict[str, object]
+) -> ProfileRuntime:
+    """The profile's plugins per point, in configuration order; the proxy wired to its evictor."""
 
     def plugins(point: ExtensionPoint) -> list[tuple[str, Any]]:
-        # every (plugin, point) pair passed the method check above
+        # every (plugin, point) pair passed the method check in _build
         return [(name, instances[name]) for name in profile.enabled(point)]
 
     proxy.filters = cast(list[tuple[str, FilterPlugin]], plugins(ExtensionPoint.FILTER))
@@ -199,35 +232,23 @@ def _build(
     )
 
 
-def _instantiate(
-    profile: config.Profile,
-    registry: Registry,
-    name: str,
-    handle: Handle,
-    where: str,
-    problems: list[str],
-    broken: list[PluginFailure],
-) -> object | None:
+def _instantiate(profile: config.Profile, name: str, registry: Registry, handle: Handle) -> object:
+    """The plugin built from its factory and Args; _Refused or _Broken says why not."""
     try:
         entry = registry.entry(name)
     except RegistryError as err:
-        problems.append(f"{where}: {err}")
-        return None
+        raise _Refused(str(err)) from err
     if entry.error is not None:
-        broken.append(PluginFailure(name, profile.name, "load", entry.error))
-        return None
+        raise _Broken(PluginFailure(name, profile.name, "load", entry.error))
     if entry.factory is None:
-        problems.append(f"{where}: plugin {name} is not implemented yet")
-        return None
+        raise _Refused(f"plugin {name} is not implemented yet")
     args = profile.plugin_config.get(name)
     if args is None:  # the config was loaded against another catalog
         args = entry.spec.args.from_mapping(None)
     try:
         return entry.factory(args, handle)
     except ValueError as err:  # the factory's way of refusing its Args
-        problems.append(f"{where}: plugin {name}: {err}")
-        return None
+        raise _Refused(f"plugin {name}: {err}") from err
     except Exception as err:  # a broken plugin: isolated, its profile left out
         detail = f"factory raised {type(err).__name__}: {err}"
-        broken.append(PluginFailure(name, profile.name, "factory", detail))
-        return None
+        raise _Broken(PluginFailure(name, profile.name, "factory", detail)) from err
