@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Final, NewType, TypeVar
 
-from kube import classify, scheduling, selectors
+from kube import classify, constraints, selectors
 from kube.quantity import Resources
 
 __all__ = [
@@ -227,13 +227,13 @@ class Pod:
     init_containers: tuple[Container, ...]
     overhead: Resources
     requests: Resources
-    tolerations: tuple[scheduling.Toleration, ...]
+    tolerations: tuple[constraints.Toleration, ...]
     node_selector: Mapping[str, str]
     required_node_affinity: selectors.NodeSelector | None
-    preferred_node_affinity: tuple[scheduling.PreferredSchedulingTerm, ...]
-    pod_affinity: tuple[scheduling.PodAffinityTerm, ...]
-    pod_anti_affinity: tuple[scheduling.PodAffinityTerm, ...]
-    topology_spread_constraints: tuple[scheduling.TopologySpreadConstraint, ...]
+    preferred_node_affinity: tuple[constraints.PreferredSchedulingTerm, ...]
+    pod_affinity: tuple[constraints.PodAffinityTerm, ...]
+    pod_anti_affinity: tuple[constraints.PodAffinityTerm, ...]
+    topology_spread_constraints: tuple[constraints.TopologySpreadConstraint, ...]
     has_local_storage: bool
     has_pvc: bool
     creation_timestamp: datetime | None
@@ -287,14 +287,14 @@ class Pod:
             containers=containers,
             init_containers=inits,
             overhead=overhead,
-            requests=scheduling.pod_requests(
+            requests=constraints.pod_requests(
                 (c.requests for c in containers),
                 ((c.requests, c.restart_policy == "Always") for c in inits),
                 pod_requests,
                 overhead,
             ),
             tolerations=_shared(
-                tuple(map(scheduling.Toleration.from_api, spec.get("tolerations") or ()))
+                tuple(map(constraints.Toleration.from_api, spec.get("tolerations") or ()))
             ),
             node_selector=_str_map(spec.get("nodeSelector")),
             required_node_affinity=None
@@ -304,7 +304,7 @@ class Pod:
                 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
             ),
             preferred_node_affinity=tuple(
-                scheduling.PreferredSchedulingTerm.from_api(t, f"{preferred_path}[{i}]")
+                constraints.PreferredSchedulingTerm.from_api(t, f"{preferred_path}[{i}]")
                 for i, t in enumerate(
                     node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
                 )
@@ -312,7 +312,7 @@ class Pod:
             pod_affinity=_affinity_terms(affinity, "podAffinity"),
             pod_anti_affinity=_affinity_terms(affinity, "podAntiAffinity"),
             topology_spread_constraints=tuple(
-                scheduling.TopologySpreadConstraint.from_api(
+                constraints.TopologySpreadConstraint.from_api(
                     c, f"spec.topologySpreadConstraints[{i}]"
                 )
                 for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
@@ -392,10 +392,10 @@ class Pod:
 
 def _affinity_terms(
     affinity: Mapping[str, Any], kind: str
-) -> tuple[scheduling.PodAffinityTerm, ...]:
+) -> tuple[constraints.PodAffinityTerm, ...]:
     raw = (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ()
     path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-    return tuple(scheduling.PodAffinityTerm.from_api(t, f"{path}[{i}]") for i, t in enumerate(raw))
+    return tuple(constraints.PodAffinityTerm.from_api(t, f"{path}[{i}]") for i, t in enumerate(raw))
 
 
 def _statuses(raw: Iterable[Mapping[str, Any]] | None) -> tuple[ContainerStatus, ...]:
@@ -431,7 +431,7 @@ class Node:
     allocatable: Resources
     capacity: Resources
     raw_allocatable: Resources | None
-    taints: tuple[scheduling.Taint, ...]
+    taints: tuple[constraints.Taint, ...]
     unschedulable: bool
     ready: bool
     conditions: tuple[tuple[str, str], ...]
@@ -454,7 +454,7 @@ class Node:
             allocatable=Resources.from_api(status.get("allocatable")),
             capacity=Resources.from_api(status.get("capacity")),
             raw_allocatable=_raw_allocatable(annotations.get(ANNOTATION_RAW_ALLOCATABLE)),
-            taints=tuple(scheduling.Taint.from_api(t) for t in spec.get("taints") or ()),
+            taints=tuple(constraints.Taint.from_api(t) for t in spec.get("taints") or ()),
             unschedulable=bool(spec.get("unschedulable", False)),
             ready=("Ready", "True") in conditions,
             conditions=conditions,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kube import objects, scheduling
+from kube import constraints, objects
 from tests.conformance import reference as ref
 from tests.conformance.reference import (
     critical,
@@ -259,12 +259,12 @@ def test_case(
     ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
 
 
-def toleration(**raw: str) -> scheduling.Toleration:
-    return scheduling.Toleration.from_api(raw)
+def toleration(**raw: str) -> constraints.Toleration:
+    return constraints.Toleration.from_api(raw)
 
 
-def a_taint(**raw: str) -> scheduling.Taint:
-    return scheduling.Taint.from_api(raw)
+def a_taint(**raw: str) -> constraints.Taint:
+    return constraints.Taint.from_api(raw)
 
 
 NS = "NoSchedule"
@@ -316,7 +316,7 @@ TOLERATES = [
 
 @pytest.mark.parametrize(("the_toleration", "the_taint", "expect"), TOLERATES)
 def test_tolerates(
-    the_toleration: scheduling.Toleration, the_taint: scheduling.Taint, expect: ref.Expect
+    the_toleration: constraints.Toleration, the_taint: constraints.Taint, expect: ref.Expect
 ) -> None:
     """Whether one toleration tolerates one taint."""
     assert the_toleration.tolerates(the_taint) is expect.wanted

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kube import objects, scheduling
+from kube import constraints, objects
 from kube.classify import KoordQOS, KubeQOS, PriorityClass
 from tests import builders
 from tests.builders import T0
@@ -244,8 +244,8 @@ def test_scheduling_constraints_are_parsed() -> None:
         ],
     )
     assert pod.tolerations == (
-        scheduling.Toleration("k", "Exists", "", "NoSchedule"),
-        scheduling.Toleration("j", "Equal", "v", ""),
+        constraints.Toleration("k", "Exists", "", "NoSchedule"),
+        constraints.Toleration("j", "Equal", "v", ""),
     )
     assert pod.node_selector == {"disk": "ssd"}
     assert pod.required_node_affinity is not None and pod.required_node_affinity.matches(
@@ -370,8 +370,8 @@ class TestNode:
             ready=False,
         )
         assert node.taints == (
-            scheduling.Taint("dedicated", "db", "NoSchedule"),
-            scheduling.Taint("gpu", "", "NoExecute"),
+            constraints.Taint("dedicated", "db", "NoSchedule"),
+            constraints.Taint("gpu", "", "NoExecute"),
         )
         assert node.unschedulable and not node.ready and node.condition("Ready") == "False"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kube import quantity, scheduling
-from kube.scheduling import Taint, Toleration
+from kube import constraints, quantity, scheduling
+from kube.constraints import Taint, Toleration
 from tests import builders
 
 TAINT = Taint("dedicated", "db", "NoSchedule")
@@ -125,7 +125,7 @@ def test_pod_fits_a_fitting_node() -> None:
 def test_unschedulable_is_tolerable() -> None:
     """Tolerating node.kubernetes.io/unschedulable lets a pod onto a cordoned node."""
     toleration = {
-        "key": scheduling.UNSCHEDULABLE_TAINT_KEY,
+        "key": constraints.UNSCHEDULABLE_TAINT_KEY,
         "operator": "Exists",
         "effect": "NoSchedule",
     }

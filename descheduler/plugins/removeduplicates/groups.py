@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kube import objects, scheduling
+from kube import constraints, objects, scheduling
 
 __all__ = [
     "GroupKey",
@@ -40,8 +40,8 @@ __all__ = [
     "target_per_node",
 ]
 
-_UNSCHEDULABLE = scheduling.Taint(
-    scheduling.UNSCHEDULABLE_TAINT_KEY, "", scheduling.TaintEffect.NO_SCHEDULE
+_UNSCHEDULABLE = constraints.Taint(
+    constraints.UNSCHEDULABLE_TAINT_KEY, "", constraints.TaintEffect.NO_SCHEDULE
 )
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from descheduler.plugins.defaultevictor import protections
 from kube import objects
 from kube.classify import KubeQOS
-from kube.scheduling import PodAffinityTerm
+from kube.constraints import PodAffinityTerm
 
 _QOS_RANK = {KubeQOS.BEST_EFFORT: 0, KubeQOS.BURSTABLE: 1, KubeQOS.GUARANTEED: 2}
 

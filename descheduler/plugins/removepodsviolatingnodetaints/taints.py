@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kube import objects, scheduling
-from kube.scheduling import Taint, TaintEffect
+from kube.constraints import Taint, TaintEffect
 
 
 def names(taint: Taint) -> tuple[str, ...]:

@@ -30,14 +30,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kube import objects, scheduling, selectors
+from kube import constraints, objects, scheduling, selectors
 
 __all__ = ["DO_NOT_SCHEDULE", "Domains", "Spread", "admits", "spreads_of"]
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 HONOR = "Honor"
 _FINISHED = frozenset({"Succeeded", "Failed"})
-_TAINT_EFFECTS = frozenset({scheduling.TaintEffect.NO_SCHEDULE, scheduling.TaintEffect.NO_EXECUTE})
+_TAINT_EFFECTS = frozenset(
+    {constraints.TaintEffect.NO_SCHEDULE, constraints.TaintEffect.NO_EXECUTE}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +59,11 @@ class Spread:
     min_domains: int | None
     node_selector: tuple[tuple[str, str], ...] | None  # None: nodeAffinityPolicy Ignore
     node_affinity: selectors.NodeSelector | None
-    tolerations: tuple[scheduling.Toleration, ...] | None  # None: nodeTaintsPolicy Ignore
+    tolerations: tuple[constraints.Toleration, ...] | None  # None: nodeTaintsPolicy Ignore
     pod: objects.Pod = field(compare=False, hash=False, repr=False)
 
     @classmethod
-    def of(cls, pod: objects.Pod, constraint: scheduling.TopologySpreadConstraint) -> Spread:
+    def of(cls, pod: objects.Pod, constraint: constraints.TopologySpreadConstraint) -> Spread:
         """The pod's constraint as counted for it."""
         honor_affinity = constraint.node_affinity_policy == HONOR
         honor_taints = constraint.node_taints_policy == HONOR
