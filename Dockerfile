@@ -16,6 +16,7 @@ COPY qosmanager qosmanager
 COPY metriccache metriccache
 COPY descheduler descheduler
 COPY extender extender
+COPY manager manager
 COPY kube kube
 COPY cgroups cgroups
 RUN python3 -m venv /opt/build && /opt/build/bin/pip wheel --no-cache-dir --wheel-dir /wheels .

@@ -18,6 +18,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "agent": frozenset({"kube", "cgroups", "metriccache", "qosmanager"}),
     "descheduler": frozenset({"kube"}),
     "extender": frozenset({"kube"}),
+    "manager": frozenset({"kube"}),
     # the local-cluster test bench: tests, bench/ and hack/demo import it, no product package does
     "testbed": frozenset({"kube"}),
 }
