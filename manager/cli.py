@@ -36,7 +36,9 @@ def _fail(ctx: click.Context, title: str, problems: list[str]) -> NoReturn:
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig (default: in-cluster)."
+)
 @click.option(
     "--config-namespace",
     default=sloconfig.CONFIGMAP_NAMESPACE,
@@ -50,7 +52,9 @@ def _fail(ctx: click.Context, title: str, problems: list[str]) -> NoReturn:
     show_default=True,
     help="Name of the ConfigMap (Koordinator's --slo-config-name).",
 )
-@click.option("--metrics-addr", default=daemon.DEFAULT_ADDRESS, show_default=True, metavar="HOST:PORT")
+@click.option(
+    "--metrics-addr", default=daemon.DEFAULT_ADDRESS, show_default=True, metavar="HOST:PORT"
+)
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--lease-namespace", default="nodeqos-system", show_default=True)
 @click.option("--lease-name", default="nodeqos-manager", show_default=True)
@@ -70,11 +74,17 @@ def _fail(ctx: click.Context, title: str, problems: list[str]) -> NoReturn:
     show_default=True,
     help="Create NodeMetrics and keep their spec.metricCollectPolicy from colocation-config.",
 )
+@click.option(
+    "--node-selector",
+    default=None,
+    metavar="SELECTOR",
+    help="Manage only the nodes this label selector picks (e.g. 'pool in (a,b)'); default all.",
+)
 @click.option("--kube-api-qps", "qps", type=float, default=100.0, show_default=True)
 @click.option("--kube-api-burst", "burst", type=int, default=200, show_default=True)
 @click.option("-v", "--verbose", count=True, help="Log debug messages.")
 @click.pass_context
-def main(ctx: click.Context, verbose: int, **flags: object) -> None:
+def main(ctx: click.Context, /, verbose: int, **flags: object) -> None:
     """Render one NodeSLO per node from Koordinator's slo-controller-config."""
     if ctx.invoked_subcommand is not None:
         return

@@ -22,8 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import endpoint, events, leaderelection, rest
-
+from kube import endpoint, events, leaderelection, rest, selectors
 from manager import reconcile, sloconfig
 from manager.telemetry import Metrics
 
@@ -57,6 +56,7 @@ class Options:
     retry_period: float = 2.0
     resync_seconds: float = 300.0
     manage_nodemetrics: bool = True
+    node_selector: str | None = None
     qps: float = 100.0
     burst: int = 200
 
@@ -75,8 +75,15 @@ class Options:
             parse_address(self.metrics_addr)
         except ValueError as err:
             problems.append(f"--metrics-addr: {err}")
+        if self.node_selector:
+            try:
+                selectors.parse_selector(self.node_selector)
+            except ValueError as err:
+                problems.append(f"--node-selector: {err}")
         if self.qps <= 0 or self.burst < 1:
-            problems.append(f"--kube-api-qps, --kube-api-burst: must be > 0, got {self.qps}, {self.burst}")
+            problems.append(
+                f"--kube-api-qps, --kube-api-burst: must be > 0, got {self.qps}, {self.burst}"
+            )
         if self.resync_seconds <= 0:
             problems.append(f"--resync-seconds: must be > 0, got {self.resync_seconds}")
         if self.leader_elect and not (
@@ -127,6 +134,7 @@ class Daemon:
             name=options.config_name,
             resync_seconds=options.resync_seconds,
             manage_nodemetrics=options.manage_nodemetrics,
+            node_selector=options.node_selector,
         )
         self._stop = threading.Event()
         self._leading = threading.Event()

@@ -18,6 +18,7 @@ with a spec, or a JSON merge patch of `spec`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,7 +28,6 @@ from types import MappingProxyType
 from typing import Any
 
 from kube import cache, events, rest
-
 from manager import render, sloconfig
 from manager.telemetry import Metrics
 
@@ -47,7 +47,9 @@ class NodeView:
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> NodeView:
         meta = obj["metadata"]
-        return cls(meta["name"], meta.get("uid", ""), MappingProxyType(dict(meta.get("labels") or {})))
+        return cls(
+            meta["name"], meta.get("uid", ""), MappingProxyType(dict(meta.get("labels") or {}))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,7 @@ class Reconciler:
         name: str = sloconfig.CONFIGMAP_NAME,
         resync_seconds: float = 300.0,
         manage_nodemetrics: bool = True,
+        node_selector: str | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
@@ -128,7 +131,11 @@ class Reconciler:
         self._manage_nodemetrics = manage_nodemetrics
         self._wake = threading.Event()
         self.nodes: cache.Informer[NodeView] = cache.Informer(
-            client, cache.NODES, project=NodeView.from_api, on_event=self._node_event
+            client,
+            cache.NODES,
+            project=NodeView.from_api,
+            on_event=self._node_event,
+            label_selector=node_selector,
         )
         self.nodeslos: cache.Informer[Stored] = cache.Informer(
             client, cache.NODESLOS, project=Stored.from_api, on_event=self._poke
@@ -314,10 +321,20 @@ class Reconciler:
         for item in stored:
             if item.name in nodes or item.opted_out or not item.owned_by_node():
                 continue
+            if self._node_exists(item.name):  # outside --node-selector, or not seen yet
+                continue
             body = {"preconditions": {"resourceVersion": item.resource_version}}
-            self._write(
-                kind, "delete", lambda n=item.name: self._client.delete(resource.path(n), body)
-            )
+            call = functools.partial(self._client.delete, resource.path(item.name), body)
+            self._write(kind, "delete", call)
+
+    def _node_exists(self, name: str) -> bool:
+        try:
+            self._client.get(cache.NODES.path(name))
+        except rest.ApiError as err:
+            return not err.not_found
+        except rest.ApiUnavailable:
+            return True  # unsure: delete nothing
+        return True
 
     def _write(self, kind: str, verb: str, call: Callable[[], object]) -> None:
         self.writes += 1

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from kube import nodeslo, slo
-
 from manager import sloconfig
 
 __all__ = ["OPT_OUT_ANNOTATION", "nodemetric_spec", "nodeslo_spec", "owner_reference"]

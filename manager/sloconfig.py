@@ -319,7 +319,9 @@ def _list(doc: Mapping[str, Any], name: str, path: str, sink: _Sink) -> list[Any
     return found
 
 
-def _strategies(key: str, text: Any, cls: type[S], default: S) -> tuple[Strategies[S] | None, _Sink]:
+def _strategies(
+    key: str, text: Any, cls: type[S], default: S
+) -> tuple[Strategies[S] | None, _Sink]:
     sink = _Sink(key)
     doc = _document(text, sink)
     if doc is None:
@@ -400,14 +402,14 @@ def _collect(raw: Mapping[str, Any], path: str, sink: _Sink) -> CollectStrategy:
         durations = policy.get("durations") if isinstance(policy, Mapping) else None
         where = f"{path}.metricAggregatePolicy.durations"
         if not isinstance(policy, Mapping) or not isinstance(durations or [], list):
-            sink.error(f"{where}: must be a list of durations such as \"5m\"")
+            sink.error(f'{where}: must be a list of durations such as "5m"')
         else:
             parsed = []
             for j, text in enumerate(durations or []):
                 try:
                     parsed.append(quantity.parse_go_duration(text))
                 except (ValueError, TypeError):
-                    sink.error(f"{where}[{j}]: invalid duration {text!r} (e.g. \"5m\", \"1h30m\")")
+                    sink.error(f'{where}[{j}]: invalid duration {text!r} (e.g. "5m", "1h30m")')
             values["aggregate_durations"] = tuple(parsed)
     memory = raw.get("metricMemoryCollectPolicy")
     if memory is not None:
@@ -485,4 +487,3 @@ def load(data: Mapping[str, Any] | None, previous: SLOConfig | None = None) -> L
         tuple(p for s in sinks for p in s.errors),
         tuple(p for s in sinks for p in s.warnings),
     )
-
