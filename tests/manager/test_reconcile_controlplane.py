@@ -112,9 +112,12 @@ class Harness:
                 live = self.nodeslo(name)
                 if (stored is None) != (live is None):
                     return False
-                if live is not None and stored is not None:
-                    if stored.resource_version != live["metadata"]["resourceVersion"]:
-                        return False
+                if (
+                    live is not None
+                    and stored is not None
+                    and stored.resource_version != live["metadata"]["resourceVersion"]
+                ):
+                    return False
             return True
 
         eventually(caught_up, "the NodeSLO cache to catch up")
