@@ -164,9 +164,9 @@ class Reconciler:
         self._wake.set()
 
     def _node_event(self, kind: str, old: NodeView | None, new: NodeView | None) -> None:
-        # Heartbeats change a Node every few seconds: only a new, gone, relabelled
-        # or re-created Node matters here.
-        if old is None or new is None or old.labels != new.labels or old.uid != new.uid:
+        # Heartbeats change a Node every few seconds: only a new, gone, relabelled,
+        # re-annotated (bandwidth) or re-created Node matters here (NodeView compares).
+        if old is None or new is None or old != new:
             self._wake.set()
 
     def _spec_event(self, kind: str, old: Stored | None, new: Stored | None) -> None:
@@ -255,12 +255,12 @@ class Reconciler:
         return self.writes - before
 
     def _nodeslos(self, config: sloconfig.SLOConfig, nodes: Mapping[str, NodeView]) -> None:
-        rendered: dict[tuple[int, ...], dict[str, Any]] = {}
+        rendered: dict[tuple[int | str | None, ...], dict[str, Any]] = {}
         for node in nodes.values():
-            choice = _choice(config, node.labels)
+            choice = (*_choice(config, node.labels), node.bandwidth)
             spec = rendered.get(choice)
             if spec is None:
-                spec = rendered[choice] = render.nodeslo_spec(config, node.labels)
+                spec = rendered[choice] = render.nodeslo_spec(config, node.labels, node.bandwidth)
             self._apply(cache.NODESLOS, "nodeslo", self.nodeslos.get(node.name), node, spec)
         self._delete_orphans(cache.NODESLOS, "nodeslo", self.nodeslos.items(), nodes)
 

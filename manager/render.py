@@ -10,20 +10,49 @@ strategy of its key, whole; the agent merges it over its own defaults
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kube import nodeslo, slo
+from kube import nodeslo, quantity, slo
 from manager import sloconfig
 
-__all__ = ["OPT_OUT_ANNOTATION", "nodemetric_spec", "nodeslo_spec", "owner_reference"]
+__all__ = [
+    "BANDWIDTH_ANNOTATION",
+    "OPT_OUT_ANNOTATION",
+    "nodemetric_spec",
+    "nodeslo_spec",
+    "owner_reference",
+]
+
+log = logging.getLogger("manager.render")
 
 # A NodeSLO (or NodeMetric) carrying this annotation with "false" is left alone.
 OPT_OUT_ANNOTATION = "nodeqos.io/managed-by-manager"
+# A Node's own total network bandwidth; wins over system-config's (Koordinator
+# apis/extension/node_qos.go AnnotationNodeBandwidth, read in getSystemConfigSpec).
+BANDWIDTH_ANNOTATION = "node.koordinator.sh/network-bandwidth"
 
 
-def nodeslo_spec(config: sloconfig.SLOConfig, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The NodeSLO `spec` (wire form) for a node with these labels.
+def node_bandwidth(annotations: Mapping[str, str]) -> str | None:
+    """The Node's bandwidth annotation when it is a valid quantity (else logged, None)."""
+    value = annotations.get(BANDWIDTH_ANNOTATION)
+    if value is None:
+        return None
+    try:
+        quantity.parse_quantity(value)
+    except ValueError:
+        log.warning("ignoring %s=%r: not a quantity", BANDWIDTH_ANNOTATION, value)
+        return None
+    return value
+
+
+def nodeslo_spec(
+    config: sloconfig.SLOConfig, labels: Mapping[str, str], bandwidth: str | None = None
+) -> dict[str, Any]:
+    """The NodeSLO `spec` (wire form) for a node with these labels (and the valid
+    value of its bandwidth annotation, `node_bandwidth`).
 
     `config.nodeslo_ready` must hold (every key has a good value).
     """
@@ -32,11 +61,14 @@ def nodeslo_spec(config: sloconfig.SLOConfig, labels: Mapping[str, str]) -> dict
     assert config.threshold and config.resource_qos and config.cpu_burst and config.system
     assert config.host_applications is not None
     apps = config.host_applications.for_labels(labels)
+    system = config.system.for_labels(labels)
+    if bandwidth is not None:
+        system = dataclasses.replace(system, total_network_bandwidth=bandwidth)
     spec = nodeslo.NodeSLOSpec(
         resource_used_threshold_with_be=config.threshold.for_labels(labels),
         resource_qos_strategy=config.resource_qos.for_labels(labels),
         cpu_burst_strategy=config.cpu_burst.for_labels(labels),
-        system_strategy=config.system.for_labels(labels),
+        system_strategy=system,
         host_applications=list(apps) if apps else None,
     )
     return spec.to_api()
