@@ -43,12 +43,16 @@ class NodeView:
     name: str
     uid: str
     labels: Mapping[str, str]
+    bandwidth: str | None = None  # render.BANDWIDTH_ANNOTATION, when valid
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> NodeView:
         meta = obj["metadata"]
         return cls(
-            meta["name"], meta.get("uid", ""), MappingProxyType(dict(meta.get("labels") or {}))
+            meta["name"],
+            meta.get("uid", ""),
+            MappingProxyType(dict(meta.get("labels") or {})),
+            render.node_bandwidth(meta.get("annotations") or {}),
         )
 
 
