@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kube import events, rest
+from kube import events, nodeslo, rest
 from manager import reconcile
 from manager.telemetry import Metrics
 from testbed import localcluster
@@ -303,3 +303,26 @@ def test_nodemetric_spec_follows_colocation_config_and_keeps_status(harness: Har
     metric = harness.kube.get(f"{NODEMETRICS}/{a}")
     assert metric["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 20
     assert metric["status"]["updateTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_the_agents_states_informer_reads_what_the_manager_renders(harness: Harness) -> None:
+    """The agent's own NodeSLO watch takes the pool's threshold; the spec has no invalid field."""
+    from agent import health, states
+    from cgroups import Driver
+
+    a = harness.add_node("a", pool="a")
+    harness.put_config(make_slo_config_data(resource_threshold_config=threshold_doc()))
+    harness.reconciler.reconcile()
+    stored = harness.nodeslo(a)
+    assert stored is not None
+    assert nodeslo.merge_over_defaults(stored["spec"])[1] == []
+    agent = states.States(harness.kube, a, Driver.SYSTEMD, health.Readiness())
+    agent.start()
+    try:
+        eventually(
+            lambda: agent.node_slo().thresholds.cpu_suppress_threshold_percent == 50,
+            "the agent to take the rendered NodeSLO",
+        )
+        assert agent.node_slo().thresholds.enable is True
+    finally:
+        agent.stop()
