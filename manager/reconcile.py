@@ -18,6 +18,7 @@ with a spec, or a JSON merge patch of `spec`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import threading
@@ -126,6 +127,7 @@ class Reconciler:
         resync_seconds: float = 300.0,
         manage_nodemetrics: bool = True,
         node_selector: str | None = None,
+        write_workers: int = 8,
     ) -> None:
         self._client = client
         self._metrics = metrics
@@ -159,6 +161,12 @@ class Reconciler:
         self.problems: tuple[sloconfig.Problem, ...] = ()
         self._config_version: str | None = "unset"  # the ConfigMap resourceVersion loaded
         self.writes = 0
+        # Writes of one pass go out in parallel, so request latency overlaps the
+        # client's rate limit (which stays the one cap); the pass waits for them all.
+        self._writers = concurrent.futures.ThreadPoolExecutor(
+            write_workers, thread_name_prefix="manager-write"
+        )
+        self._pending: list[concurrent.futures.Future[None]] = []
         self.passes = 0
         self.last_pass_seconds = 0.0
 
@@ -191,6 +199,7 @@ class Reconciler:
     def stop(self) -> None:
         for informer in self.informers():
             informer.stop()
+        self._writers.shutdown(wait=True, cancel_futures=True)
 
     @property
     def synced(self) -> bool:
@@ -253,6 +262,8 @@ class Reconciler:
             log.warning("a NodeSLO key never had a good value since start: NodeSLOs untouched")
         if self._manage_nodemetrics and config is not None and config.colocation is not None:
             self._nodemetrics(config, nodes)
+        concurrent.futures.wait(self._pending)
+        self._pending = []
         self.passes += 1
         self.last_pass_seconds = time.monotonic() - started
         self._metrics.pass_seconds.observe(self.last_pass_seconds)
@@ -343,6 +354,9 @@ class Reconciler:
     def _write(self, kind: str, verb: str, call: Callable[[], object]) -> None:
         self.writes += 1
         self._metrics.writes.labels(kind, verb).inc()
+        self._pending.append(self._writers.submit(self._send, kind, verb, call))
+
+    def _send(self, kind: str, verb: str, call: Callable[[], object]) -> None:
         try:
             call()
         except rest.ApiError as err:
