@@ -61,6 +61,15 @@ def get(running: daemon.Daemon, path: str) -> tuple[int, bytes]:
         return err.code, err.read()
 
 
+def exists(kube: rest.Rest, path: str) -> bool:
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        assert err.not_found, err
+        return False
+    return True
+
+
 def test_leader_renders_and_follows_configmap_edits(
     kube: rest.Rest, namespace: str, node: tuple[str, str]
 ) -> None:
@@ -104,3 +113,24 @@ def test_leader_renders_and_follows_configmap_edits(
     assert not thread.is_alive()
     lease = kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/nodeqos-manager")
     assert not lease["spec"].get("holderIdentity")  # released on the way out
+
+
+def test_two_replicas_one_leader_the_follower_writes_nothing(
+    kube: rest.Rest, namespace: str, node: tuple[str, str]
+) -> None:
+    """Two daemons on one Lease: one leads and writes, the other stays healthy and idle."""
+    name, tag = node
+    first, first_thread = start(kube, namespace, tag)
+    second, second_thread = start(kube, namespace, tag)
+    try:
+        eventually(lambda: first.is_leader or second.is_leader, "a leader")
+        eventually(lambda: exists(kube, f"{NODESLOS}/{name}"), "the NodeSLO")
+        leader, follower = (first, second) if first.is_leader else (second, first)
+        eventually(lambda: get(follower, "/healthz")[0] == 200, "a healthy follower")
+        assert not follower.is_leader
+        assert follower.reconciler.writes == 0
+        assert leader.reconciler.writes >= 1
+    finally:
+        for running, thread in ((first, first_thread), (second, second_thread)):
+            running.stop()
+            thread.join(15)
