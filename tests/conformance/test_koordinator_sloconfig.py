@@ -557,6 +557,7 @@ MANAGER_DEVIATIONS = (
     "manager-broken-at-start",
     "manager-bandwidth-annotation",
     "manager-unmanaged-extensions",
+    "manager-owned-deletes",
 )
 
 
