@@ -249,8 +249,12 @@ class Reconciler:
 
     # -- the pass ----------------------------------------------------------------
 
-    def reconcile(self) -> int:
-        """One pass over every node; returns how many writes it made."""
+    def reconcile(self, cancelled: Callable[[], bool] = lambda: False) -> int:
+        """One pass over every node; returns how many writes it started.
+
+        The pass waits for its writes; once `cancelled()` (shutdown, or the lease
+        lost) the writes not yet sent are dropped and the pass ends.
+        """
         started = time.monotonic()
         self.sync_config()
         config = self.config
@@ -262,8 +266,7 @@ class Reconciler:
             log.warning("a NodeSLO key never had a good value since start: NodeSLOs untouched")
         if self._manage_nodemetrics and config is not None and config.colocation is not None:
             self._nodemetrics(config, nodes)
-        concurrent.futures.wait(self._pending)
-        self._pending = []
+        self._drain(cancelled)
         self.passes += 1
         self.last_pass_seconds = time.monotonic() - started
         self._metrics.pass_seconds.observe(self.last_pass_seconds)
@@ -351,9 +354,19 @@ class Reconciler:
             return True  # unsure: delete nothing
         return True
 
+    def _drain(self, cancelled: Callable[[], bool]) -> None:
+        pending, self._pending = self._pending, []
+        while pending:
+            _done, waiting = concurrent.futures.wait(pending, timeout=0.5)
+            pending = list(waiting)
+            if pending and cancelled():
+                dropped = sum(f.cancel() for f in pending)
+                log.info("pass cancelled: %d writes not sent", dropped)
+                self._wake.set()  # whoever leads next starts over
+                return
+
     def _write(self, kind: str, verb: str, call: Callable[[], object]) -> None:
         self.writes += 1
-        self._metrics.writes.labels(kind, verb).inc()
         self._pending.append(self._writers.submit(self._send, kind, verb, call))
 
     def _send(self, kind: str, verb: str, call: Callable[[], object]) -> None:
@@ -370,6 +383,8 @@ class Reconciler:
             log.warning("%s %s: API server unavailable: %s", verb, kind, err)
             self._metrics.write_errors.labels(kind, verb).inc()
             self._wake.set()
+        finally:  # counted once answered, so the metric says what the API server saw
+            self._metrics.writes.labels(kind, verb).inc()
 
     # -- the loop ----------------------------------------------------------------
 
@@ -385,7 +400,7 @@ class Reconciler:
             if not self.synced or not may_act():
                 continue
             try:
-                self.reconcile()
+                self.reconcile(lambda: stop.is_set() or not may_act())
             except Exception:  # the loop outlives any one bad pass
                 log.exception("reconcile pass failed")
                 stop.wait(1.0)
