@@ -92,8 +92,12 @@ class Harness:
         )
 
     def nodeslo(self, node: str) -> dict[str, Any] | None:
+        return self.nodeslo_of(self.kube, node)
+
+    @staticmethod
+    def nodeslo_of(kube: rest.Rest, node: str) -> dict[str, Any] | None:
         try:
-            return dict(self.kube.get(f"{NODESLOS}/{node}"))
+            return dict(kube.get(f"{NODESLOS}/{node}"))
         except rest.ApiError as err:
             assert err.not_found
             return None
@@ -326,3 +330,41 @@ def test_the_agents_states_informer_reads_what_the_manager_renders(harness: Harn
         assert agent.node_slo().thresholds.enable is True
     finally:
         agent.stop()
+
+
+def test_a_cancelled_pass_drops_its_unsent_writes(kube: rest.Rest, namespace: str) -> None:
+    """A slow client (10 QPS) and 100 new nodes: cancelled after 1 s the pass ends at once
+    with writes unsent; the next pass (not cancelled) finishes the job."""
+    tag = uuid.uuid4().hex[:8]
+    names = [f"mgrc-{tag}-{i:03d}" for i in range(100)]
+    slow = rest.Rest(kube.client, qps=10, burst=1)
+    reconciler = reconcile.Reconciler(
+        slow,
+        Metrics(CollectorRegistry()),
+        None,
+        namespace=namespace,
+        node_selector=f"nodeqos-test={tag}",
+        manage_nodemetrics=False,
+    )
+    try:
+        for name in names:
+            kube.create(
+                "/api/v1/nodes",
+                {"metadata": {"name": name, "labels": {"nodeqos-test": tag}}},
+            )
+        reconciler.start()
+        eventually(lambda: len(reconciler.nodes) == len(names), "the nodes in the cache")
+        eventually(lambda: reconciler.synced, "the informers to sync")
+        started = time.monotonic()
+        reconciler.reconcile(cancelled=lambda: time.monotonic() - started > 1.0)
+        assert time.monotonic() - started < 8  # all 100 writes at 10 QPS take 10 s
+        landed = sum(1 for n in names if Harness.nodeslo_of(kube, n) is not None)
+        assert landed < len(names)
+        reconciler.reconcile()
+        assert all(Harness.nodeslo_of(kube, n) for n in names)
+    finally:
+        reconciler.stop()
+        for name in names:
+            for path in (f"/api/v1/nodes/{name}", f"{NODESLOS}/{name}"):
+                with contextlib.suppress(rest.ApiError):
+                    kube.delete(path)
