@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -134,3 +135,54 @@ def test_two_replicas_one_leader_the_follower_writes_nothing(
         for running, thread in ((first, first_thread), (second, second_thread)):
             running.stop()
             thread.join(15)
+
+
+def test_a_threshold_edit_reaches_every_agents_informer(
+    kube: rest.Rest, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three nodes, each with the agent's own states informer: an edit of the cluster's BE
+    CPU suppress threshold reaches all three through the running daemon; the delay is printed."""
+    from agent import health, states
+    from cgroups import Driver
+
+    tag = uuid.uuid4().hex[:8]
+    names = [f"mgre-{tag}-{i}" for i in range(3)]
+    for name in names:
+        localcluster.register_node(kube, name, labels={"nodeqos-test": tag})
+    cms = f"/api/v1/namespaces/{namespace}/configmaps"
+    doc = strategy_doc({"enable": True, "cpuSuppressThresholdPercent": 60})
+    kube.create(
+        cms,
+        {
+            "metadata": {"name": CM_NAME},
+            "data": make_slo_config_data(resource_threshold_config=doc),
+        },
+    )
+    agents = [states.States(kube, n, Driver.SYSTEMD, health.Readiness()) for n in names]
+    running, thread = start(kube, namespace, tag)
+    try:
+        for agent in agents:
+            agent.start()
+
+        def thresholds() -> list[int | None]:
+            return [a.node_slo().thresholds.cpu_suppress_threshold_percent for a in agents]
+
+        eventually(lambda: thresholds() == [60, 60, 60], "every agent on 60")
+        current = kube.get(f"{cms}/{CM_NAME}")
+        doc = strategy_doc({"enable": True, "cpuSuppressThresholdPercent": 45})
+        current["data"] = make_slo_config_data(resource_threshold_config=doc)
+        edited = time.monotonic()
+        kube.replace(f"{cms}/{CM_NAME}", current)
+        eventually(lambda: thresholds() == [45, 45, 45], "every agent on 45")
+        delay = time.monotonic() - edited
+        with capsys.disabled():
+            print(f"\nConfigMap edit -> 3 agents' NodeSLO informers: {delay:.2f}s")
+    finally:
+        for agent in agents:
+            agent.stop()
+        running.stop()
+        thread.join(15)
+        for name in names:
+            for path in (f"/api/v1/nodes/{name}", f"{NODESLOS}/{name}"):
+                with contextlib.suppress(rest.ApiError):
+                    kube.delete(path)
