@@ -65,7 +65,7 @@ class Options:
         problems = []
         for flag, value in (
             ("--config-namespace", self.config_namespace),
-            ("--config-name", self.config_name),
+            ("--slo-config-name", self.config_name),
             ("--lease-namespace", self.lease_namespace),
             ("--lease-name", self.lease_name),
         ):

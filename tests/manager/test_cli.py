@@ -13,12 +13,14 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "manager"
 
 
 def test_every_flag_problem_is_listed_and_exits_2() -> None:
-    """Four bad flags: one run reports all four, each naming its flag."""
+    """Five bad flags: one run reports all five, each naming its flag."""
     result = CliRunner().invoke(
         cli.main,
         [
             "--config-namespace",
             "Not_A_Namespace",
+            "--slo-config-name",
+            "-bad-",
             "--metrics-addr",
             "nowhere",
             "--node-selector",
@@ -28,8 +30,14 @@ def test_every_flag_problem_is_listed_and_exits_2() -> None:
         ],
     )
     assert result.exit_code == 2
-    assert "cannot start (4 problems)" in result.output
-    for flag in ("--config-namespace:", "--metrics-addr:", "--node-selector:", "--lease-duration"):
+    assert "cannot start (5 problems)" in result.output
+    for flag in (
+        "--config-namespace:",
+        "--slo-config-name:",
+        "--metrics-addr:",
+        "--node-selector:",
+        "--lease-duration",
+    ):
         assert flag in result.output
 
 
