@@ -30,14 +30,12 @@ ignored as Go ignores them, and reported as warnings (a typo should be seen).
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
-from kube import jsonstruct, nodeslo, quantity, selectors, slo
+from kube import jsonstruct, nodeslo
+from manager import collectpolicy, configdoc
 
 __all__ = [
     "CONFIGMAP_NAME",
@@ -64,31 +62,18 @@ RESOURCE_QOS = "resource-qos-config"
 CPU_BURST = "cpu-burst-config"
 SYSTEM = "system-config"
 HOST_APPLICATION = "host-application-config"
-COLOCATION = "colocation-config"
+COLOCATION = collectpolicy.KEY
 NODESLO_KEYS = (THRESHOLD, RESOURCE_QOS, CPU_BURST, SYSTEM, HOST_APPLICATION)
 KEYS = (*NODESLO_KEYS, COLOCATION)
 
 S = TypeVar("S")
 
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong with the ConfigMap: the key and a "field.path: what" message."""
-
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@dataclass(frozen=True, slots=True)
-class NodeStrategy(Generic[S]):
-    """A node strategy, already merged over the cluster strategy."""
-
-    name: str
-    selector: selectors.LabelSelector
-    strategy: S
+# Re-exported: callers read the whole config's types from here.
+Problem = configdoc.Problem
+NodeStrategy = configdoc.NodeStrategy
+CollectStrategy = collectpolicy.CollectStrategy
+Colocation = collectpolicy.Colocation
+DEFAULT_COLLECT = collectpolicy.DEFAULT_COLLECT
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,61 +104,6 @@ class HostApplications:
             if node.selector.matches(labels):
                 return node.strategy
         return self.applications
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CollectStrategy:
-    """The NodeMetric collect-policy fields of a `colocation-config` strategy."""
-
-    enable: bool | None = None
-    aggregate_duration_seconds: int | None = None
-    report_interval_seconds: int | None = None
-    aggregate_durations: tuple[timedelta, ...] | None = None
-    memory_collect_policy: str | None = None
-
-    def merged(self, over: CollectStrategy) -> CollectStrategy:
-        """`over`'s set fields win (MergeCfg: lists replace)."""
-        changes = {
-            f.name: getattr(over, f.name)
-            for f in dataclasses.fields(over)
-            if getattr(over, f.name) is not None
-        }
-        return dataclasses.replace(self, **changes)
-
-    def collect_policy(self) -> slo.NodeMetricCollectPolicy:
-        """Koordinator's nodemetric controller: the strategy when enabled, else the defaults."""
-        if not self.enable:
-            return slo.NodeMetricCollectPolicy.defaults()
-        return slo.NodeMetricCollectPolicy(
-            aggregate_duration_seconds=self.aggregate_duration_seconds,
-            report_interval_seconds=self.report_interval_seconds,
-            aggregate_durations=self.aggregate_durations,
-            node_memory_collect_policy=self.memory_collect_policy,
-        )
-
-
-DEFAULT_COLLECT = CollectStrategy(  # sloconfig.DefaultColocationStrategy
-    enable=False,
-    aggregate_duration_seconds=300,
-    report_interval_seconds=60,
-    aggregate_durations=slo.DEFAULT_AGGREGATE_DURATIONS,
-    memory_collect_policy="usageWithoutPageCache",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Colocation:
-    """`colocation-config`, as far as the NodeMetric collect policy goes."""
-
-    cluster: CollectStrategy = DEFAULT_COLLECT
-    nodes: tuple[NodeStrategy[CollectStrategy], ...] = ()
-
-    def for_labels(self, labels: Mapping[str, str]) -> CollectStrategy:
-        """First matching `nodeConfigs` entry, else the cluster strategy."""
-        for node in self.nodes:
-            if node.selector.matches(labels):
-                return node.strategy
-        return self.cluster
 
 
 def _decoded(cls: type[S], raw: Mapping[str, Any]) -> S:
@@ -257,73 +187,11 @@ class Loaded:
 # --------------------------------------------------------------------- decoding
 
 
-class _Sink:
-    """Collects errors and warnings of one key."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.errors: list[Problem] = []
-        self.warnings: list[Problem] = []
-
-    def add(self, messages: Sequence[str]) -> None:
-        for message in messages:
-            target = self.warnings if message.endswith(": unknown field") else self.errors
-            target.append(Problem(self.key, message))
-
-    def error(self, message: str) -> None:
-        self.errors.append(Problem(self.key, message))
-
-
-def _document(text: Any, sink: _Sink) -> dict[str, Any] | None:
-    if not isinstance(text, str):
-        sink.error(f"{sink.key}: must be a string holding a JSON object")
-        return None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        sink.error(f"{sink.key}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}")
-        return None
-    if not isinstance(doc, dict):
-        sink.error(f"{sink.key}: must be a JSON object")
-        return None
-    return doc
-
-
-def _profile(raw: Any, path: str, sink: _Sink) -> tuple[str, selectors.LabelSelector] | None:
-    """`name` and `nodeSelector` of a node strategy (NodeCfgProfile)."""
-    if not isinstance(raw, Mapping):
-        sink.error(f"{path}: must be an object")
-        return None
-    name = raw.get("name") or ""
-    if not isinstance(name, str):
-        sink.error(f"{path}.name: must be a string")
-        return None
-    sel = raw.get("nodeSelector")
-    if sel is not None and not isinstance(sel, Mapping):
-        sink.error(f"{path}.nodeSelector: must be a label selector object")
-        return None
-    try:
-        return name, selectors.LabelSelector.from_api(sel, f"{path}.nodeSelector")
-    except (ValueError, TypeError, AttributeError) as err:
-        sink.error(str(err) if isinstance(err, ValueError) else f"{path}.nodeSelector: {err}")
-        return None
-
-
-def _list(doc: Mapping[str, Any], name: str, path: str, sink: _Sink) -> list[Any]:
-    found = doc.get(name)
-    if found is None:
-        return []
-    if not isinstance(found, list):
-        sink.error(f"{path}.{name}: must be a list")
-        return []
-    return found
-
-
 def _strategies(
     key: str, text: Any, cls: type[S], default: S
-) -> tuple[Strategies[S] | None, _Sink]:
-    sink = _Sink(key)
-    doc = _document(text, sink)
+) -> tuple[Strategies[S] | None, configdoc.Sink]:
+    sink = configdoc.Sink(key)
+    doc = configdoc.document(text, sink)
     if doc is None:
         return None, sink
     sink.add([f"{key}.{k}: unknown field" for k in doc if k not in _STRATEGY_DOC_KEYS])
@@ -334,9 +202,9 @@ def _strategies(
         decoded = jsonstruct.decode(cls, raw_cluster, f"{key}.clusterStrategy", messages)
         cluster = jsonstruct.merge(default, decoded)
     nodes = []
-    for i, raw in enumerate(_list(doc, "nodeStrategies", key, sink)):
+    for i, raw in enumerate(configdoc.list_field(doc, "nodeStrategies", key, sink)):
         path = f"{key}.nodeStrategies[{i}]"
-        profile = _profile(raw, path, sink)
+        profile = configdoc.profile(raw, path, sink)
         if profile is None:
             continue
         inline = {k: v for k, v in raw.items() if k not in _PROFILE_KEYS}
@@ -352,9 +220,9 @@ _STRATEGY_DOC_KEYS = frozenset({"clusterStrategy", "nodeStrategies"})
 _PROFILE_KEYS = frozenset({"name", "nodeSelector"})
 
 
-def _host_applications(text: Any) -> tuple[HostApplications | None, _Sink]:
-    sink = _Sink(HOST_APPLICATION)
-    doc = _document(text, sink)
+def _host_applications(text: Any) -> tuple[HostApplications | None, configdoc.Sink]:
+    sink = configdoc.Sink(HOST_APPLICATION)
+    doc = configdoc.document(text, sink)
     if doc is None:
         return None, sink
     sink.add(
@@ -364,80 +232,17 @@ def _host_applications(text: Any) -> tuple[HostApplications | None, _Sink]:
             if k not in ("applications", "nodeConfigs")
         ]
     )
-    apps = tuple(_list(doc, "applications", HOST_APPLICATION, sink))
+    apps = tuple(configdoc.list_field(doc, "applications", HOST_APPLICATION, sink))
     nodes = []
-    for i, raw in enumerate(_list(doc, "nodeConfigs", HOST_APPLICATION, sink)):
+    for i, raw in enumerate(configdoc.list_field(doc, "nodeConfigs", HOST_APPLICATION, sink)):
         path = f"{HOST_APPLICATION}.nodeConfigs[{i}]"
-        profile = _profile(raw, path, sink)
+        profile = configdoc.profile(raw, path, sink)
         if profile is not None:
-            own = tuple(_list(raw, "applications", path, sink))
+            own = tuple(configdoc.list_field(raw, "applications", path, sink))
             nodes.append(NodeStrategy(profile[0], profile[1], own))
     if sink.errors:
         return None, sink
     return HostApplications(apps, tuple(nodes)), sink
-
-
-def _collect(raw: Mapping[str, Any], path: str, sink: _Sink) -> CollectStrategy:
-    """The collect-policy fields of a ColocationStrategy; other fields are not ours here."""
-    values: dict[str, Any] = {}
-    enable = raw.get("enable")
-    if enable is not None:
-        if isinstance(enable, bool):
-            values["enable"] = enable
-        else:
-            sink.error(f"{path}.enable: must be a boolean")
-    for wire, name in (
-        ("metricAggregateDurationSeconds", "aggregate_duration_seconds"),
-        ("metricReportIntervalSeconds", "report_interval_seconds"),
-    ):
-        value = raw.get(wire)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            sink.error(f"{path}.{wire}: must be an integer >= 1")
-        else:
-            values[name] = value
-    policy = raw.get("metricAggregatePolicy")
-    if policy is not None:
-        durations = policy.get("durations") if isinstance(policy, Mapping) else None
-        where = f"{path}.metricAggregatePolicy.durations"
-        if not isinstance(policy, Mapping) or not isinstance(durations or [], list):
-            sink.error(f'{where}: must be a list of durations such as "5m"')
-        else:
-            parsed = []
-            for j, text in enumerate(durations or []):
-                try:
-                    parsed.append(quantity.parse_go_duration(text))
-                except (ValueError, TypeError):
-                    sink.error(f'{where}[{j}]: invalid duration {text!r} (e.g. "5m", "1h30m")')
-            values["aggregate_durations"] = tuple(parsed)
-    memory = raw.get("metricMemoryCollectPolicy")
-    if memory is not None:
-        if not isinstance(memory, str) or not memory:
-            sink.error(f"{path}.metricMemoryCollectPolicy: must be a non-empty string")
-        else:
-            values["memory_collect_policy"] = memory
-    return CollectStrategy(**values)
-
-
-def _colocation(text: Any) -> tuple[Colocation | None, _Sink]:
-    sink = _Sink(COLOCATION)
-    if text == "":  # Koordinator: an empty colocation-config means the defaults
-        return Colocation(), sink
-    doc = _document(text, sink)
-    if doc is None:
-        return None, sink
-    cluster = DEFAULT_COLLECT.merged(_collect(doc, COLOCATION, sink))
-    nodes = []
-    for i, raw in enumerate(_list(doc, "nodeConfigs", COLOCATION, sink)):
-        path = f"{COLOCATION}.nodeConfigs[{i}]"
-        profile = _profile(raw, path, sink)
-        if profile is not None:
-            merged = cluster.merged(_collect(raw, path, sink))
-            nodes.append(NodeStrategy(profile[0], profile[1], merged))
-    if sink.errors:
-        return None, sink
-    return Colocation(cluster, tuple(nodes)), sink
 
 
 def load(data: Mapping[str, Any] | None, previous: SLOConfig | None = None) -> Loaded:
@@ -457,7 +262,7 @@ def load(data: Mapping[str, Any] | None, previous: SLOConfig | None = None) -> L
         host_applications=None,
         colocation=None,
     )
-    sinks: list[_Sink] = []
+    sinks: list[configdoc.Sink] = []
     values: dict[str, Any] = {}
     plans: tuple[tuple[str, str, Any, Any], ...] = (
         ("threshold", THRESHOLD, nodeslo.ResourceThresholdStrategy, DEFAULT_THRESHOLD),
@@ -474,7 +279,7 @@ def load(data: Mapping[str, Any] | None, previous: SLOConfig | None = None) -> L
         values[attr] = found if found is not None else getattr(prev, attr)
     for attr, key, parse in (
         ("host_applications", HOST_APPLICATION, _host_applications),
-        ("colocation", COLOCATION, _colocation),
+        ("colocation", COLOCATION, collectpolicy.parse),
     ):
         if key not in data:
             values[attr] = getattr(base, attr)
