@@ -24,93 +24,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from kube import cache, events, rest
-from manager import render, sloconfig
+from manager import render, sloconfig, views
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager.reconcile")
 
 CONFIG_ERROR_REASON = "SLOConfigInvalid"
-
-
-@dataclass(frozen=True, slots=True)
-class NodeView:
-    """What the manager keeps of a Node."""
-
-    name: str
-    uid: str
-    labels: Mapping[str, str]
-    bandwidth: str | None = None  # render.BANDWIDTH_ANNOTATION, when valid
-
-    @classmethod
-    def from_api(cls, obj: Mapping[str, Any]) -> NodeView:
-        meta = obj["metadata"]
-        return cls(
-            meta["name"],
-            meta.get("uid", ""),
-            MappingProxyType(dict(meta.get("labels") or {})),
-            render.node_bandwidth(meta.get("annotations") or {}),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """What the manager keeps of a NodeSLO or NodeMetric: metadata it needs and the spec."""
-
-    name: str
-    resource_version: str
-    annotations: Mapping[str, str]
-    owner_references: tuple[Mapping[str, Any], ...]
-    spec: Mapping[str, Any]
-
-    @classmethod
-    def from_api(cls, obj: Mapping[str, Any]) -> Stored:
-        meta = obj["metadata"]
-        return cls(
-            meta["name"],
-            str(meta.get("resourceVersion", "")),
-            MappingProxyType(dict(meta.get("annotations") or {})),
-            tuple(meta.get("ownerReferences") or ()),
-            obj.get("spec") or {},
-        )
-
-    @property
-    def opted_out(self) -> bool:
-        return self.annotations.get(render.OPT_OUT_ANNOTATION) == "false"
-
-    def owned_by_node(self) -> bool:
-        return any(
-            ref.get("kind") == "Node" and ref.get("name") == self.name
-            for ref in self.owner_references
-        )
-
-
-def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """The RFC 7386 merge patch that turns `old` into `new` (removed keys become null)."""
-    patch: dict[str, Any] = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        before = old.get(key)
-        if isinstance(before, Mapping) and isinstance(value, Mapping):
-            inner = merge_patch(before, value)
-            if inner:
-                patch[key] = inner
-        elif before != value or key not in old:
-            patch[key] = value
-    return patch
-
-
-def _owner_refs(stored: Stored, node: NodeView) -> list[Mapping[str, Any]] | None:
-    """The ownerReferences with ours pointing at this Node's uid; None when already so."""
-    ours = render.owner_reference(node.name, node.uid)
-    others = [r for r in stored.owner_references if r.get("kind") != "Node"]
-    current = [r for r in stored.owner_references if r.get("kind") == "Node"]
-    if len(current) == 1 and current[0].get("uid") == node.uid:
-        return None
-    return [*others, ours]
 
 
 class Reconciler:
@@ -136,18 +58,18 @@ class Reconciler:
         self._resync = resync_seconds
         self._manage_nodemetrics = manage_nodemetrics
         self._wake = threading.Event()
-        self.nodes: cache.Informer[NodeView] = cache.Informer(
+        self.nodes: cache.Informer[views.NodeView] = cache.Informer(
             client,
             cache.NODES,
-            project=NodeView.from_api,
+            project=views.NodeView.from_api,
             on_event=self._node_event,
             label_selector=node_selector,
         )
-        self.nodeslos: cache.Informer[Stored] = cache.Informer(
-            client, cache.NODESLOS, project=Stored.from_api, on_event=self._poke
+        self.nodeslos: cache.Informer[views.Stored] = cache.Informer(
+            client, cache.NODESLOS, project=views.Stored.from_api, on_event=self._poke
         )
-        self.nodemetrics: cache.Informer[Stored] = cache.Informer(
-            client, cache.NODEMETRICS, project=Stored.from_api, on_event=self._spec_event
+        self.nodemetrics: cache.Informer[views.Stored] = cache.Informer(
+            client, cache.NODEMETRICS, project=views.Stored.from_api, on_event=self._spec_event
         )
         self.configmaps: cache.Informer[Mapping[str, Any]] = cache.Informer(
             client,
@@ -175,13 +97,15 @@ class Reconciler:
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
         self._wake.set()
 
-    def _node_event(self, kind: str, old: NodeView | None, new: NodeView | None) -> None:
+    def _node_event(
+        self, kind: str, old: views.NodeView | None, new: views.NodeView | None
+    ) -> None:
         # Heartbeats change a Node every few seconds: only a new, gone, relabelled,
         # re-annotated (bandwidth) or re-created Node matters here (NodeView compares).
         if old is None or new is None or old != new:
             self._wake.set()
 
-    def _spec_event(self, kind: str, old: Stored | None, new: Stored | None) -> None:
+    def _spec_event(self, kind: str, old: views.Stored | None, new: views.Stored | None) -> None:
         # The agent writes NodeMetric status every report interval: spec only matters.
         if old is None or new is None or old.spec != new.spec:
             self._wake.set()
@@ -272,7 +196,7 @@ class Reconciler:
         self._metrics.pass_seconds.observe(self.last_pass_seconds)
         return self.writes - before
 
-    def _nodeslos(self, config: sloconfig.SLOConfig, nodes: Mapping[str, NodeView]) -> None:
+    def _nodeslos(self, config: sloconfig.SLOConfig, nodes: Mapping[str, views.NodeView]) -> None:
         rendered: dict[tuple[int | str | None, ...], dict[str, Any]] = {}
         for node in nodes.values():
             choice = (*_choice(config, node.labels), node.bandwidth)
@@ -282,7 +206,9 @@ class Reconciler:
             self._apply(cache.NODESLOS, "nodeslo", self.nodeslos.get(node.name), node, spec)
         self._delete_orphans(cache.NODESLOS, "nodeslo", self.nodeslos.items(), nodes)
 
-    def _nodemetrics(self, config: sloconfig.SLOConfig, nodes: Mapping[str, NodeView]) -> None:
+    def _nodemetrics(
+        self, config: sloconfig.SLOConfig, nodes: Mapping[str, views.NodeView]
+    ) -> None:
         for node in nodes.values():
             spec = render.nodemetric_spec(config, node.labels)
             stored = self.nodemetrics.get(node.name)
@@ -293,8 +219,8 @@ class Reconciler:
         self,
         resource: cache.Resource,
         kind: str,
-        stored: Stored | None,
-        node: NodeView,
+        stored: views.Stored | None,
+        node: views.NodeView,
         spec: dict[str, Any],
     ) -> None:
         if stored is None:
@@ -312,10 +238,10 @@ class Reconciler:
         if stored.opted_out:
             return
         patch: dict[str, Any] = {}
-        spec_patch = merge_patch(stored.spec, spec)
+        spec_patch = views.merge_patch(stored.spec, spec)
         if spec_patch:
             patch["spec"] = spec_patch
-        refs = _owner_refs(stored, node)
+        refs = views.owner_refs(stored, node)
         if refs is not None:
             patch["metadata"] = {"ownerReferences": refs}
         if not patch:
@@ -333,8 +259,8 @@ class Reconciler:
         self,
         resource: cache.Resource,
         kind: str,
-        stored: list[Stored],
-        nodes: Mapping[str, NodeView],
+        stored: list[views.Stored],
+        nodes: Mapping[str, views.NodeView],
     ) -> None:
         for item in stored:
             if item.name in nodes or item.opted_out or not item.owned_by_node():

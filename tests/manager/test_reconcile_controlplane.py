@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kube import events, nodeslo, rest
-from manager import reconcile
+from manager import reconcile, views
 from manager.telemetry import Metrics
 from testbed import localcluster
 from tests.builders import make_slo_config_data, node_strategy, strategy_doc
@@ -184,7 +184,7 @@ def test_relabelling_a_node_moves_it_to_the_other_strategy(harness: Harness) -> 
     harness.kube.patch(f"/api/v1/nodes/{a}", {"metadata": {"labels": {"pool": "b"}}})
     eventually(
         lambda: (
-            (harness.reconciler.nodes.get(a) or reconcile.NodeView("", "", {})).labels.get("pool")
+            (harness.reconciler.nodes.get(a) or views.NodeView("", "", {})).labels.get("pool")
             == "b"
         ),
         "the relabelled node in the cache",
