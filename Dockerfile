@@ -12,11 +12,11 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY agent agent
-COPY manager manager
 COPY qosmanager qosmanager
 COPY metriccache metriccache
 COPY descheduler descheduler
 COPY extender extender
+COPY manager manager
 COPY kube kube
 COPY cgroups cgroups
 RUN python3 -m venv /opt/build && /opt/build/bin/pip wheel --no-cache-dir --wheel-dir /wheels .

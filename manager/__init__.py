@@ -1,2 +1,9 @@
-"""nodeqos-manager: the cluster-side colocation controller (Batch resources of Nodes,
-colocation profiles). May import `kube`."""
+"""nodeqos-manager: the cluster-wide controller of colocation policy.
+
+It renders one NodeSLO and one NodeMetric spec per node from Koordinator's
+`slo-controller-config` ConfigMap (docs/manager.md); `noderesource` computes
+the Batch resources of Nodes and `colocationprofile` renders
+ClusterColocationProfiles as MutatingAdmissionPolicies (docs/colocation.md).
+
+Of ours it may import `kube` only.
+"""

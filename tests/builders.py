@@ -13,6 +13,7 @@ form built from it, so tests exercise the same parsing the caches do:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -338,3 +339,29 @@ def make_nodemetric(
 def make_nodemetric_dict(node: str, **overrides: Any) -> dict[str, Any]:
     """`make_nodemetric(...).to_api()`: the NodeMetric JSON on the wire."""
     return make_nodemetric(node, **overrides).to_api()
+
+
+def make_slo_config_data(**keys: Any) -> dict[str, str]:
+    """`data` of an slo-controller-config ConfigMap: each keyword (underscores for
+    dashes, e.g. ``resource_threshold_config={...}``) JSON-encoded; a str stays as is."""
+    return {
+        name.replace("_", "-"): value if isinstance(value, str) else json.dumps(value)
+        for name, value in keys.items()
+    }
+
+
+def strategy_doc(
+    cluster: Mapping[str, Any] | None = None, *nodes: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A `{clusterStrategy, nodeStrategies}` document; each node strategy is given whole."""
+    doc: dict[str, Any] = {}
+    if cluster is not None:
+        doc["clusterStrategy"] = dict(cluster)
+    if nodes:
+        doc["nodeStrategies"] = [dict(n) for n in nodes]
+    return doc
+
+
+def node_strategy(name: str, match_labels: Mapping[str, str], **fields: Any) -> dict[str, Any]:
+    """A node strategy selecting `match_labels`, strategy fields inline (Koordinator's shape)."""
+    return {"name": name, "nodeSelector": {"matchLabels": dict(match_labels)}, **fields}

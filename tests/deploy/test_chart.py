@@ -9,13 +9,15 @@ deploy/crds/, object by object, with two differences by design:
 - its Deployments' pod templates carry a `checksum/config` annotation, so that
   `helm upgrade` with a new configuration rolls the replicas (they read it once).
 
-ConfigMap data holding YAML is compared parsed (comments and key order aside).
+ConfigMap data holding YAML (`*.yaml`) or JSON (the manager's `*-config` keys) is
+compared parsed (comments, layout and key order aside).
 The chart's crds/ are the same files as deploy/crds/, byte for byte.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,12 +59,14 @@ def plain_objects() -> dict[Key, tuple[str, dict[str, Any]]]:
 
 
 def comparable(doc: dict[str, Any]) -> dict[str, Any]:
-    """`doc` with YAML documents in ConfigMap data parsed."""
+    """`doc` with YAML and JSON documents in ConfigMap data parsed."""
     doc = copy.deepcopy(doc)
     if doc["kind"] == "ConfigMap":
         for name, text in (doc.get("data") or {}).items():
             if name.endswith((".yaml", ".yml")):
                 doc["data"][name] = yaml.safe_load(text)
+            elif name.endswith("-config"):
+                doc["data"][name] = json.loads(text)
     return doc
 
 
@@ -188,7 +192,7 @@ def test_values_change_the_render() -> None:
     come from values, in forms the components themselves accept."""
     docs = by_kind_name(helmchart.template(VALUES))
     workloads = [d for d in docs.values() if d["kind"] in ("DaemonSet", "Deployment")]
-    assert len(workloads) == 3
+    assert len(workloads) == 4
     for doc in workloads:
         assert container(doc)["image"] == "registry.example:5000/team/nodeqos:1.2.3"
 

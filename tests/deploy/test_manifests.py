@@ -334,3 +334,77 @@ def test_shipped_scheduler_configs_wire_the_extender_safely(name: str) -> None:
     assert extender["ignorable"] is True
     assert extender["urlPrefix"].endswith(":10262")
     assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+
+
+MANAGER = "system:serviceaccount:nodeqos-system:nodeqos-manager"
+SLO = "slo.koordinator.sh"
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "group", "subresource", "namespace", "allowed"),
+    [
+        pytest.param("watch", "nodes", "", "", "", True, id="watch-nodes"),
+        pytest.param("create", "nodeslos", SLO, "", "", True, id="create-nodeslos"),
+        pytest.param("patch", "nodeslos", SLO, "", "", True, id="patch-nodeslos"),
+        pytest.param("delete", "nodeslos", SLO, "", "", True, id="delete-nodeslos"),
+        pytest.param("create", "nodemetrics", SLO, "", "", True, id="create-nodemetrics"),
+        pytest.param("patch", "nodemetrics", SLO, "", "", True, id="patch-nodemetric-spec"),
+        pytest.param(
+            "update", "nodemetrics", SLO, "status", "", False, id="no-nodemetric-status-updates"
+        ),
+        pytest.param(
+            "patch", "nodemetrics", SLO, "status", "", False, id="no-nodemetric-status-patches"
+        ),
+        pytest.param("update", "nodeslos", SLO, "status", "", False, id="no-nodeslo-status"),
+        pytest.param(
+            "watch", "configmaps", "", "", "nodeqos-system", False, id="no-other-configmaps"
+        ),
+        pytest.param("create", "events", "", "", "nodeqos-system", True, id="record-events"),
+        pytest.param("create", "events", "", "", "default", False, id="no-events-elsewhere"),
+        pytest.param(
+            "update", "leases", "coordination.k8s.io", "", "nodeqos-system", True, id="lease"
+        ),
+        pytest.param("update", "nodes", "", "", "", False, id="no-node-writes"),
+        pytest.param("get", "secrets", "", "", "nodeqos-system", False, id="no-secrets"),
+        pytest.param("list", "pods", "", "", "", False, id="no-pods"),
+    ],
+)
+def test_manager_rbac_is_least_privilege(
+    kube: rest.Rest,
+    applied: object,
+    verb: str,
+    resource: str,
+    group: str,
+    subresource: str,
+    namespace: str,
+    allowed: bool,
+) -> None:
+    """The manager's ServiceAccount may do exactly what the reconciler needs."""
+    assert (
+        can(
+            kube,
+            MANAGER,
+            verb,
+            resource,
+            group=group,
+            subresource=subresource,
+            namespace=namespace,
+        )
+        is allowed
+    )
+
+
+def test_manager_configmap_loads_without_problems() -> None:
+    """The example slo-controller-config loads cleanly and renders the defaults."""
+    from manager import render, sloconfig
+
+    (configmap,) = (
+        doc for name, doc in documents() if name == "manager.yaml" and doc["kind"] == "ConfigMap"
+    )
+    loaded = sloconfig.load(configmap["data"])
+    assert (loaded.problems, loaded.warnings) == ((), ())
+    defaults = render.nodeslo_spec(sloconfig.load(None).config, {})
+    assert render.nodeslo_spec(loaded.config, {}) == defaults
+    assert render.nodemetric_spec(loaded.config, {}) == render.nodemetric_spec(
+        sloconfig.load(None).config, {}
+    )

@@ -54,3 +54,19 @@ kind: LoadAwareSchedulingArgs
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The manager's ConfigMap namespace, and its arguments (their checksum rolls its pods).
+*/}}
+{{- define "nodeqos.managerConfigNamespace" -}}
+{{ .Values.manager.configNamespace | default .Release.Namespace }}
+{{- end -}}
+
+{{- define "nodeqos.managerArgs" -}}
+- --config-namespace={{ include "nodeqos.managerConfigNamespace" . }}
+- --lease-namespace={{ .Release.Namespace }}
+- --metrics-addr=0.0.0.0:10259
+{{- with .Values.manager.extraArgs }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,238 @@
+"""The manager daemon: a client, the reconciler, leader election, /metrics and /healthz.
+
+    running = build(Options(...), registry)   # StartupError lists every problem
+    running.run()                             # blocks; running.stop() ends it
+
+Two replicas run; only the one holding the Lease (`kube.leaderelection`)
+reconciles. Both keep their caches warm, so a follower that takes over passes at
+once. `/healthz` answers per component (informers, config, leader election); a
+follower is healthy, a replica whose caches have not synced is not.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from kube import endpoint, events, leaderelection, rest, selectors
+from manager import reconcile, sloconfig
+from manager.telemetry import Metrics
+
+log = logging.getLogger("manager")
+
+DEFAULT_ADDRESS = "0.0.0.0:10259"
+_ADDRESS = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d+)")
+
+
+class StartupError(Exception):
+    """The daemon cannot start; `problems` lists every reason (exit status 2)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    """The command line, typed; `validate` lists every problem with its flag."""
+
+    kubeconfig: str | None = None
+    config_namespace: str = sloconfig.CONFIGMAP_NAMESPACE
+    config_name: str = sloconfig.CONFIGMAP_NAME
+    metrics_addr: str = DEFAULT_ADDRESS
+    leader_elect: bool = True
+    lease_namespace: str = "nodeqos-system"
+    lease_name: str = "nodeqos-manager"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resync_seconds: float = 300.0
+    manage_nodemetrics: bool = True
+    node_selector: str | None = None
+    qps: float = 100.0
+    burst: int = 200
+
+    def validate(self) -> list[str]:
+        """Every problem, as "--flag: what"."""
+        problems = []
+        for flag, value in (
+            ("--config-namespace", self.config_namespace),
+            ("--slo-config-name", self.config_name),
+            ("--lease-namespace", self.lease_namespace),
+            ("--lease-name", self.lease_name),
+        ):
+            if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", value) or len(value) > 253:
+                problems.append(f"{flag}: {value!r} is not a valid object name")
+        try:
+            parse_address(self.metrics_addr)
+        except ValueError as err:
+            problems.append(f"--metrics-addr: {err}")
+        if self.node_selector:
+            try:
+                selectors.parse_selector(self.node_selector)
+            except ValueError as err:
+                problems.append(f"--node-selector: {err}")
+        if self.qps <= 0 or self.burst < 1:
+            problems.append(
+                f"--kube-api-qps, --kube-api-burst: must be > 0, got {self.qps}, {self.burst}"
+            )
+        if self.resync_seconds <= 0:
+            problems.append(f"--resync-seconds: must be > 0, got {self.resync_seconds}")
+        if self.leader_elect and not (
+            self.lease_duration > self.renew_deadline > self.retry_period > 0
+        ):
+            problems.append(
+                "--lease-duration, --renew-deadline, --retry-period: need "
+                f"lease-duration > renew-deadline > retry-period > 0, got {self.lease_duration},"
+                f" {self.renew_deadline}, {self.retry_period}"
+            )
+        return problems
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """`host:port`, `:port` (every interface) or `[v6]:port`; raises ValueError."""
+    match = _ADDRESS.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"must be HOST:PORT, :PORT or [IPv6]:PORT (got {text!r})")
+    host, port = match.group(1).strip("[]"), int(match.group(2))
+    if port > 65535:
+        raise ValueError(f"port {port} is out of range")
+    return host or "0.0.0.0", port
+
+
+def identity() -> str:
+    """hostname_pid_uuid: unique per process, readable in the Lease."""
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+class Daemon:
+    """A built manager: `run()` blocks until `stop()`."""
+
+    def __init__(
+        self,
+        client: rest.Rest,
+        options: Options,
+        registry: CollectorRegistry,
+    ) -> None:
+        self.options = options
+        self.registry = registry
+        self.metrics = Metrics(registry)
+        recorder = events.Recorder(client, "nodeqos-manager", socket.gethostname())
+        self.reconciler = reconcile.Reconciler(
+            client,
+            self.metrics,
+            recorder,
+            namespace=options.config_namespace,
+            name=options.config_name,
+            resync_seconds=options.resync_seconds,
+            manage_nodemetrics=options.manage_nodemetrics,
+            node_selector=options.node_selector,
+        )
+        self._stop = threading.Event()
+        self._leading = threading.Event()
+        self.elector: leaderelection.LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = leaderelection.LeaderElector(
+                client,
+                leaderelection.Config(
+                    namespace=options.lease_namespace,
+                    name=options.lease_name,
+                    identity=identity(),
+                    lease_duration=options.lease_duration,
+                    renew_deadline=options.renew_deadline,
+                    retry_period=options.retry_period,
+                ),
+                on_started=self._started,
+                on_stopped=self._stopped,
+            )
+        else:
+            self._started()
+        self.server: endpoint.Endpoint | None = None
+
+    def _started(self) -> None:
+        self._leading.set()
+        self.metrics.leader.set(1)
+        self.reconciler.wake()  # a new leader passes at once
+
+    def _stopped(self) -> None:
+        self._leading.clear()
+        self.metrics.leader.set(0)
+        if not self._stop.is_set():
+            log.warning("lost the leader lease: reconciling stops until it is won back")
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading.is_set()
+
+    def health(self) -> dict[str, Any]:
+        """The /healthz body: `ready` overall and per component."""
+        components: dict[str, dict[str, Any]] = {}
+        for informer in self.reconciler.informers():
+            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
+            components[f"informer/{informer.name}"] = {"ready": informer.synced, "detail": detail}
+        problems = self.reconciler.problems
+        components["config"] = {
+            "ready": True,  # a bad ConfigMap is reported, never a reason to restart us
+            "detail": "ok" if not problems else "; ".join(p.message for p in problems),
+        }
+        if self.elector is None:
+            lead = "leader election disabled; this replica always leads"
+        elif self.is_leader:
+            lead = f"leader ({self.elector.config.identity})"
+        else:
+            lead = f"follower; leader: {self.elector.observed_holder or 'none yet'}"
+        components["leader"] = {"ready": True, "detail": lead}
+        return {"ready": all(c["ready"] for c in components.values()), "components": components}
+
+    def run(self) -> int:
+        """Serve, campaign and reconcile until `stop()`; returns the exit status."""
+        self.server = endpoint.Endpoint(
+            parse_address(self.options.metrics_addr),
+            self.registry,
+            self.health,
+            name="manager-http",
+        )
+        log.info("serving /metrics and /healthz on %s:%d", *self.server.address)
+        self.reconciler.start()
+        campaign = None
+        if self.elector is not None:
+            campaign = threading.Thread(
+                target=self.elector.run, args=(self._stop,), name="leader-election", daemon=True
+            )
+            campaign.start()
+        try:
+            self.reconciler.run(self._stop, lambda: self.is_leader)
+        finally:
+            self.reconciler.stop()
+            if campaign is not None:
+                campaign.join(10.0)
+            self.server.close()
+        return 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.reconciler.wake()
+
+
+def build(options: Options, registry: CollectorRegistry, client: rest.Rest | None = None) -> Daemon:
+    """A daemon ready to run; raises StartupError listing every problem."""
+    problems = options.validate()
+    if client is None and not problems:
+        try:
+            # four informers hold a watch connection each, beside the writes
+            client = rest.Rest.from_kubeconfig(
+                options.kubeconfig, qps=options.qps, burst=options.burst, pool_size=16
+            )
+        except Exception as err:  # the kubernetes package reports a bad kubeconfig many ways
+            problems.append(f"--kubeconfig: cannot build a client: {err}")
+    if problems or client is None:
+        raise StartupError(problems)
+    return Daemon(client, options, registry)

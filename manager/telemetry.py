@@ -1,0 +1,67 @@
+"""The manager's Prometheus metrics, created on the registry `main` builds.
+
+Nothing registers at import time; tests read them with
+`registry.get_sample_value(name, labels)`.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+def version() -> str:
+    """The installed nodeqos version ("unknown" when running from a bare checkout)."""
+    try:
+        return metadata.version("nodeqos")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class Metrics:
+    """Every `nodeqos_manager_*` metric."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.build_info = Gauge(
+            "nodeqos_manager_build_info",
+            "Always 1; the version label says which nodeqos build runs.",
+            ["version"],
+            registry=registry,
+        )
+        self.build_info.labels(version()).set(1)
+        self.leader = Gauge(
+            "nodeqos_manager_leader",
+            "1 while this replica holds the leader lease (or leader election is off).",
+            registry=registry,
+        )
+        self.config_errors = Counter(
+            "nodeqos_manager_config_errors",
+            "Problems found in the slo-controller-config ConfigMap, by key (the key keeps"
+            " its last good value).",
+            ["key"],
+            registry=registry,
+        )
+        self.config_valid = Gauge(
+            "nodeqos_manager_config_valid",
+            "1 when the last ConfigMap version loaded without problems.",
+            registry=registry,
+        )
+        self.writes = Counter(
+            "nodeqos_manager_writes",
+            "Writes to the API server, by object kind and verb (0 in a steady state).",
+            ["kind", "verb"],
+            registry=registry,
+        )
+        self.write_errors = Counter(
+            "nodeqos_manager_write_errors",
+            "Writes the API server refused or could not take, by object kind and verb.",
+            ["kind", "verb"],
+            registry=registry,
+        )
+        self.pass_seconds = Histogram(
+            "nodeqos_manager_reconcile_pass_seconds",
+            "Time of one reconcile pass over every node.",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=registry,
+        )
