@@ -146,6 +146,8 @@ def server_cpu(nodes: int, sent: int | None = None, pods: int = 200) -> dict[str
         pod = lownodeload.pod_dict(f"incoming-{i}", "bench", "", 10**7 + i, 0)
         pod["spec"].pop("nodeName", None)
         pod["metadata"]["uid"] = f"incoming-{i}"
+        # an estimate of its own: no answer comes from the per-estimate cache
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{100 + i}m"
         body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
         start = time.thread_time()
         assert filter_(body)[0] == 200 and prioritize(body)[0] == 200

@@ -19,6 +19,7 @@ from extender.framework.interfaces import (
     ExtensionPoint,
     Handle,
     InvalidPod,
+    Refusals,
 )
 from extender.framework.registry import Registry, discover
 from extender.framework.runner import Framework, Slot, build
@@ -33,6 +34,7 @@ __all__ = [
     "Framework",
     "Handle",
     "InvalidPod",
+    "Refusals",
     "Profile",
     "Registry",
     "Slot",

@@ -43,6 +43,20 @@ class ExtensionPoint(enum.StrEnum):
     SCORE = "score"
 
 
+class Refusals(dict[str, str]):
+    """A filter's refusals that also carry the names it let through, in request order.
+
+    A plugin that builds that list anyway returns it here and saves the framework
+    a pass over the names; a plain mapping is as good an answer.
+    """
+
+    __slots__ = ("passed",)
+
+    def __init__(self, refused: Mapping[str, str], passed: list[str]) -> None:
+        super().__init__(refused)
+        self.passed = passed
+
+
 class ArgsError(ValueError):
     """A config or a plugin's args are unusable; `problems` lists every reason, one per line,
     each "field.path: what is wrong (the fix)"."""

@@ -40,6 +40,7 @@ from extender.framework.interfaces import (
     Pod,
     PreFilterPlugin,
     PreScorePlugin,
+    Refusals,
     ScoreExtensions,
     ScorePlugin,
 )
@@ -107,6 +108,12 @@ class Framework:
         self.filters = tuple(filters)
         self.scores = tuple(scores)
         self._pre = {(s.name, b): s.pre(b) for s in (*filters, *scores) for b in (False, True)}
+        # A plugin without pre_score shares its pre_filter state: one key for both points.
+        self._keys = {
+            (s.name, b): (s.name, b and isinstance(s.plugin, PreScorePlugin))
+            for s in (*filters, *scores)
+            for b in (False, True)
+        }
         by_name = {s.name: s for s in (*filters, *scores)}
         self._assumers = tuple(s for s in by_name.values() if isinstance(s.plugin, AssumePlugin))
         self._normalizers = {s.name for s in scores if isinstance(s.plugin, ScoreExtensions)}
@@ -125,7 +132,8 @@ class Framework:
         meta = pod["metadata"]
         key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
         seen = self._last  # one read: handler threads replace it whole
-        if seen is not None and seen.key == key and key[0] and key[1]:
+        # the same decoded pod (the server reuses a byte-identical body's), or the same version
+        if seen is not None and (seen.pod is pod or (seen.key == key and key[0] and key[1])):
             return seen
         cycle = _Cycle(key, pod)
         self._last = cycle
@@ -133,11 +141,12 @@ class Framework:
 
     def _state(self, cycle: _Cycle, slot: Slot, score: bool) -> Any:
         states = cycle.states
-        state = states.get((slot.name, score), _UNSET)
+        key = self._keys[slot.name, score]
+        state = states.get(key, _UNSET)
         if state is _UNSET:
             pre = self._pre[slot.name, score]
             state = cycle.pod if pre is None else pre(cycle.pod)  # InvalidPod propagates
-            states[slot.name, score] = state
+            states[key] = state
         return state
 
     def _failed(self, slot: Slot, point: str, err: BaseException | str) -> None:
@@ -178,14 +187,12 @@ class Framework:
                 why = f"scheduler plugin {slot.name} (a required filter) failed: {err}"
                 refused = dict.fromkeys(left, why)
             if refused:
-                kept: list[str] = []
-                for name in left:
-                    reason = refused.get(name)
-                    if reason is None:
-                        kept.append(name)
-                    else:
-                        failed[name] = str(reason)
-                left = kept
+                if isinstance(refused, Refusals):  # the plugin kept the order: trust it
+                    failed.update(refused)
+                    left = refused.passed
+                else:
+                    failed.update({n: str(refused[n]) for n in left if n in refused})
+                    left = [n for n in left if n not in refused]
         passed = list(left)
         if len(passed) == 1:  # kube-scheduler skips prioritize for a single candidate
             self._assume(cycle, passed, False)

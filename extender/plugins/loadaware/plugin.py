@@ -37,7 +37,8 @@ class LoadAwareScheduling:
             raise interfaces.InvalidPod(f"Pod: not a valid v1.Pod ({err})") from None
 
     def filter(self, state: PodLoad, names: Sequence[str]) -> Mapping[str, str]:
-        return self.view.filter(state, names, expect=False).failed
+        verdict = self.view.filter(state, names, expect=False)
+        return interfaces.Refusals(verdict.failed, verdict.passed) if verdict.failed else {}
 
     def score(self, state: PodLoad, names: Sequence[str]) -> list[int]:
         return self.view.scores(state, names)
