@@ -321,3 +321,61 @@ def test_a_plugin_enabled_at_a_point_it_lacks_is_refused_at_start() -> None:
     """A filter-only object enabled at score: the framework names it."""
     with pytest.raises(TypeError, match="Guard is enabled at score but has no score"):
         run([], [framework.Slot("Guard", Refuse({}))])
+
+
+def test_plugins_watching_one_resource_share_an_informer_and_fail_alone() -> None:
+    """Two subscribers, one informer; the one whose projection raises misses the object alone."""
+    from extender.framework import watch
+    from kube import cache, rest
+
+    got: list[tuple[str, Any, Any]] = []
+    watches = watch.Watches()
+
+    def broken(raw: Mapping[str, Any]) -> Any:
+        raise KeyError("spec")
+
+    watches.subscribe(cache.NODES, lambda raw: raw["metadata"]["name"], lambda *e: got.append(e))
+    watches.subscribe(cache.NODES, broken, lambda *e: got.append(("broken", *e)))
+    watches.subscribe(cache.PODS, lambda raw: raw, lambda *e: None, "spec.nodeName!=")
+    client = rest.Rest.__new__(rest.Rest)  # never started: no call is made
+    informers = watches.informers(client)
+    assert [i.name for i in informers] == ["nodes", "pods (spec.nodeName!=)"]
+    nodes = informers[0]
+    projected = nodes._project({"metadata": {"name": "n1"}})
+    assert nodes._on_event is not None
+    nodes._on_event("ADDED", None, projected)
+    assert got == [("ADDED", None, "n1")]
+
+
+def test_write_config_to_prints_a_profile_that_loads_back(tmp_path: Path) -> None:
+    """`--write-config-to -` of a profile: the defaulted profile, which decodes to the same one."""
+    path = tmp_path / "profile.yaml"
+    raw = {
+        "apiVersion": config.API_VERSION,
+        "kind": config.KIND,
+        "profiles": [
+            {
+                "plugins": {
+                    "filter": {"enabled": [{"name": "LoadAwareScheduling"}]},
+                    "score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 2}]},
+                },
+                "pluginConfig": [
+                    {"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 50}}}
+                ],
+            }
+        ],
+    }
+    path.write_text(yaml.safe_dump(raw))
+    done = subprocess.run(
+        [sys.executable, "-m", "extender.cli", "--config", str(path), "--write-config-to", "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    written = yaml.safe_load(done.stdout)
+    args = written["profiles"][0]["pluginConfig"][0]["args"]
+    assert args["usageThresholds"] == {"cpu": 50}
+    assert args["estimatedScalingFactors"] == {"cpu": 85, "memory": 70}  # defaulted
+    reg = plugins.registry(installed=False)
+    assert config.decode_config(written, reg) == config.decode_config(raw, reg)
