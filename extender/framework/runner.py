@@ -193,7 +193,7 @@ class Framework:
                 else:
                     failed.update({n: str(refused[n]) for n in left if n in refused})
                     left = [n for n in left if n not in refused]
-        passed = list(left)
+        passed = left if isinstance(left, list) else list(left)  # names is the request's own list
         if len(passed) == 1:  # kube-scheduler skips prioritize for a single candidate
             self._assume(cycle, passed, False)
         return passed, failed
