@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from extender.framework import interfaces
 from kube import quantity
 
 __all__ = [
@@ -52,12 +53,7 @@ DEFAULT_USAGE_THRESHOLDS = _frozen({"cpu": 65, "memory": 95})
 DEFAULT_SCALING_FACTORS = _frozen({"cpu": 85, "memory": 70})
 
 
-class ArgsError(ValueError):
-    """The config file is unusable; `problems` lists every reason, one per line."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
+ArgsError = interfaces.ArgsError  # the framework's: every plugin's args report problems alike
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +94,16 @@ class LoadAwareArgs:
     allow_customize_estimation: bool = False
     aggregated: AggregatedArgs | None = None
     supported_resources: tuple[str, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, raw: object, path: str) -> LoadAwareArgs:
+        """The plugin surface's decoder: `decode_args` with every problem under `path`."""
+        try:
+            return decode_args(raw)
+        except ArgsError as err:
+            if not path:
+                raise
+            raise ArgsError([_under(path, problem) for problem in err.problems]) from None
 
     @property
     def resources(self) -> tuple[str, ...]:
@@ -143,6 +149,12 @@ _AGGREGATED_FIELDS: dict[str, tuple[str, str]] = {
     "scoreAggregationType": ("score_aggregation_type", "aggregation"),
     "scoreAggregatedDuration": ("score_aggregated_duration", "duration"),
 }
+
+
+def _under(path: str, problem: str) -> str:
+    if problem.startswith("the document:"):
+        return path + problem.removeprefix("the document")
+    return f"{path}.{problem}"
 
 
 def _is_int(value: object) -> bool:

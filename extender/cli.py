@@ -1,6 +1,7 @@
 """The `nodeqos-scheduler-extender` command line.
 
     nodeqos-scheduler-extender --config loadaware.yaml            # serve kube-scheduler
+    nodeqos-scheduler-extender --config profile.yaml              # a profile of scheduler plugins
     nodeqos-scheduler-extender --config loadaware.yaml --validate # check the file, exit
     nodeqos-scheduler-extender --write-config-to -                # print the defaulted args
 
@@ -19,6 +20,7 @@ import pathlib
 import signal
 import sys
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -27,7 +29,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from extender import args as argsmod
-from extender import server, view
+from extender import framework, plugins, server
+from extender.framework import config
 from kube import quantity, rest
 
 EXIT_CONFIG = 2
@@ -69,12 +72,52 @@ def dump_args(args: argsmod.LoadAwareArgs) -> dict[str, Any]:
     return out
 
 
+def dump_config(profile: framework.Profile) -> dict[str, Any]:
+    """A profile as a config file: LoadAwareScheduling's args defaulted, others as decoded."""
+    if profile.legacy:
+        return dump_args(profile.args[config.LEGACY_PLUGIN])  # type: ignore[arg-type]
+    plugin_config = []
+    for name, args in profile.args.items():
+        if isinstance(args, argsmod.LoadAwareArgs):
+            wire = dump_args(args)
+            wire.pop("apiVersion"), wire.pop("kind")
+        else:
+            to_mapping = getattr(args, "to_mapping", None)
+            wire = to_mapping() if callable(to_mapping) else {}
+        plugin_config.append({"name": name, "args": wire})
+    plugins: dict[str, Any] = {}
+    if profile.filter:
+        plugins["filter"] = {
+            "enabled": [
+                {"name": e.name, **({"required": True} if e.required else {})}
+                for e in profile.filter
+            ]
+        }
+    if profile.score:
+        plugins["score"] = {
+            "enabled": [{"name": e.name, "weight": e.weight} for e in profile.score]
+        }
+    body: dict[str, Any] = {"plugins": plugins, "pluginConfig": plugin_config}
+    if profile.name:
+        body = {"name": profile.name, **body}
+    return {"apiVersion": config.API_VERSION, "kind": config.KIND, "profiles": [body]}
+
+
+def _report(ctx: click.Context, problems: list[str]) -> None:
+    count = len(problems)
+    click.echo(f"invalid configuration ({count} problem{'s' if count != 1 else ''}):", err=True)
+    for problem in problems:
+        click.echo(f"  {problem}", err=True)
+    ctx.exit(EXIT_CONFIG)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_file",
     type=click.Path(dir_okay=False, path_type=pathlib.Path),
-    help="LoadAwareSchedulingArgs YAML (Koordinator's names); defaults when omitted.",
+    help="A SchedulerExtenderConfiguration (a profile of scheduler plugins), or LoadAwareSchedulingArgs "
+    "YAML (Koordinator's names) for LoadAwareScheduling alone; defaults when omitted.",
 )
 @click.option(
     "--kubeconfig",
@@ -91,7 +134,7 @@ def dump_args(args: argsmod.LoadAwareArgs) -> dict[str, Any]:
 @click.option(
     "--write-config-to",
     type=click.Path(dir_okay=False, allow_dash=True, path_type=pathlib.Path),
-    help="Write the defaulted args as YAML ('-' for stdout) and exit.",
+    help="Write the defaulted configuration as YAML ('-' for stdout) and exit.",
 )
 @click.option("-v", "--verbose", count=True, help="Log each refusal (debug).")
 def main(
@@ -102,22 +145,23 @@ def main(
     write_config_to: pathlib.Path | None,
     verbose: int,
 ) -> None:
-    """Koordinator's LoadAwareScheduling as a kube-scheduler extender."""
+    """Scheduler plugins (Koordinator's LoadAwareScheduling and any installed) as a kube-scheduler extender."""
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     ctx = click.get_current_context()
+    registry = plugins.registry()
     try:
-        args = argsmod.load_args(config_file) if config_file else argsmod.decode_args({})
+        profile = (
+            config.load_config(config_file, registry)
+            if config_file
+            else config.decode_config({}, registry)
+        )
         address = _parse_address(bind_address)
     except argsmod.ArgsError as err:
-        count = len(err.problems)
-        click.echo(f"invalid configuration ({count} problem{'s' if count != 1 else ''}):", err=True)
-        for problem in err.problems:
-            click.echo(f"  {problem}", err=True)
-        ctx.exit(EXIT_CONFIG)
+        _report(ctx, err.problems)
     except click.BadParameter as err:
         click.echo(f"--bind-address: {err.message}", err=True)
         ctx.exit(EXIT_CONFIG)
@@ -125,7 +169,7 @@ def main(
         click.echo("configuration is valid")
         return
     if write_config_to is not None:
-        text = yaml.safe_dump(dump_args(args), sort_keys=False)
+        text = yaml.safe_dump(dump_config(profile), sort_keys=False)
         if str(write_config_to) == "-":
             click.echo(text, nl=False)
         else:
@@ -136,30 +180,42 @@ def main(
     except Exception as err:  # the kubernetes package raises several unrelated types here
         click.echo(f"credentials: {err}", err=True)
         ctx.exit(EXIT_CONFIG)
-    serve(client, args, address)
+    metrics = CollectorRegistry()
+    watches = framework.Watches()
+    handle = framework.Handle(watches.subscribe, clock=time.time, registry=metrics)
+    try:
+        built = framework.build(profile, registry, handle)
+    except argsmod.ArgsError as err:
+        _report(ctx, err.problems)
+    serve(client, built, watches, metrics, address)
 
 
-def serve(client: rest.Rest, args: argsmod.LoadAwareArgs, address: tuple[str, int]) -> None:
+def serve(
+    client: rest.Rest,
+    built: framework.Framework,
+    watches: framework.Watches,
+    metrics: CollectorRegistry,
+    address: tuple[str, int],
+) -> None:
     """Run until SIGTERM/SIGINT."""
     log = logging.getLogger("extender")
     # kube-scheduler waits on every verb while the informer threads decode watch
     # events; a handler thread should not queue for the GIL for the default 5 ms.
     sys.setswitchinterval(SWITCH_INTERVAL)
-    cluster = view.ClusterView(args)
-    caches = view.informers(client, cluster)
+    caches = watches.informers(client)
 
     def readiness() -> dict[str, object]:
         synced = {c.name: c.synced for c in caches}
         return {"ready": all(synced.values()), "caches": synced}
 
-    registry = CollectorRegistry()
-    http = server.HttpServer(address, cluster, registry, readiness)
+    http = server.HttpServer(address, built, metrics, readiness)
     for informer in caches:
         informer.start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    log.info("serving filter and prioritize on %s:%d", *http.address)
+    names = ", ".join(s.name for s in (*built.filters, *built.scores))
+    log.info("serving filter and prioritize on %s:%d (plugins: %s)", *http.address, names)
     stop.wait()
     log.info("stopping")
     http.close()

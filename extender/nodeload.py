@@ -139,8 +139,8 @@ def row_scorer(
     weights: Sequence[tuple[int, int]],
     dominant: int,
 ) -> Callable[[str], int]:
-    """`score_of(name)` on the 0..10 scale from the node's score row: 0 without a fresh
-    NodeMetric, else `loads.least_used_score` of used + estimate, divided by ten.
+    """`score_of(name)` (0..100) from the node's score row: 0 without a fresh
+    NodeMetric, else `loads.least_used_score` of used + estimate.
     Specialised for the usual two weighted resources and no dominant weight: this
     runs once per node, thousands of times per pod."""
     if dominant == 0 and len(weights) == 2:
@@ -156,7 +156,7 @@ def row_scorer(
             cj, aj = allocatable[j], used[j] + ej
             si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
             sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
-            return ((si * wi + sj * wj) // total + 5) // 10
+            return (si * wi + sj * wj) // total
 
         return two
 
@@ -164,7 +164,6 @@ def row_scorer(
         row = rows.get(name)
         if row is None or now >= row[0]:
             return 0
-        score = loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
-        return (score + 5) // 10
+        return loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
 
     return general

@@ -1,5 +1,8 @@
 """The extender's HTTP server: `/filter`, `/prioritize`, `/metrics`, `/healthz`, `/livez`.
 
+The verbs are answered by the profile's plugins (`extender.framework`); a bare
+`ClusterView` is served as LoadAwareScheduling alone.
+
 Built on `kube.endpoint` (shared with the agent and the descheduler). A verb
 never raises out of here: a malformed request is answered 400 with the reason;
 an unexpected failure 500 with the reason logged. kube-scheduler treats either
@@ -12,12 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from extender import protocol
-from extender.loads import PodLoad
+from extender.framework import Framework, InvalidPod, Slot
+from extender.plugins import loadaware
 from extender.view import ClusterView
 from kube import endpoint
 
@@ -28,9 +31,9 @@ _BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)
 
 
 class Telemetry:
-    """The extender's Prometheus series."""
+    """The extender's own Prometheus series (plugins register theirs through their Handle)."""
 
-    def __init__(self, registry: CollectorRegistry, view: ClusterView) -> None:
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
             "nodeqos_extender_requests",
             "Extender verb calls by outcome (ok, bad_request, error).",
@@ -49,15 +52,18 @@ class Telemetry:
             "Nodes the filter verb refused.",
             registry=registry,
         )
-        expected = Gauge(
-            "nodeqos_extender_expected_pods",
-            "Pods counted on the node the extender pointed them to, before their binding is seen.",
-            registry=registry,
-        )
-        expected.set_function(lambda: view.expectations)
 
 
-def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Route]:
+def as_framework(target: Framework | ClusterView, registry: CollectorRegistry) -> Framework:
+    """`target` itself, or a view served as LoadAwareScheduling alone (tests, the benchmark)."""
+    if isinstance(target, Framework):
+        return target
+    plugin = loadaware.wrap(target, registry)
+    slot = Slot(loadaware.NAME, plugin)
+    return Framework([slot], [slot], registry)
+
+
+def routes(framework: Framework, telemetry: Telemetry) -> Mapping[str, endpoint.Route]:
     """The POST handlers for kube-scheduler's `urlPrefix` + `filterVerb` / `prioritizeVerb`."""
 
     def timed(verb: str, handle: Callable[[bytes], tuple[int, bytes]]) -> endpoint.Route:
@@ -79,61 +85,38 @@ def routes(view: ClusterView, telemetry: Telemetry) -> Mapping[str, endpoint.Rou
 
         return route
 
-    # kube-scheduler asks filter, then prioritize, about the same pod version:
-    # project it once (a projection is most of a small call's cost).
-    last: tuple[tuple[str, str], PodLoad] | None = None
-
-    def project(raw: Mapping[str, Any]) -> PodLoad:
-        nonlocal last
-        meta = raw["metadata"]
-        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
-        seen = last  # one read: handler threads replace `last` whole, never mutate it
-        if seen is not None and seen[0] == key:
-            return seen[1]
-        pod = view.project_pod(raw)
-        if key[0] and key[1]:
-            last = (key, pod)
-        return pod
-
     # When filter lets every node through, prioritize's body is filter's, byte for
-    # byte: decode it once.
-    decoded: tuple[bytes, protocol.ExtenderArgs, PodLoad] | None = None
+    # byte: decode it once. (The framework keeps each plugin's per-pod state across
+    # the two calls the same way, by pod uid and resourceVersion.)
+    decoded: tuple[bytes, protocol.ExtenderArgs] | None = None
 
-    def decode(body: bytes) -> tuple[protocol.ExtenderArgs, PodLoad]:
-        """The request and its pod; BadRequest for anything that is not an ExtenderArgs.
-
-        Anyone who reaches the port can post, so the pod may be any JSON: a field of
-        the wrong type is a bad request, not a server error.
-        """
+    def decode(body: bytes) -> protocol.ExtenderArgs:
         nonlocal decoded
-        seen = decoded  # one read, as for `last`
+        seen = decoded  # one read: handler threads replace `decoded` whole, never mutate it
         if seen is not None and seen[0] == body:
-            return seen[1], seen[2]
+            return seen[1]
         args = protocol.decode_args(body)
-        try:
-            pod = project(args.pod)
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
-            raise protocol.BadRequest(f"Pod: not a valid v1.Pod ({err})") from None
-        decoded = (body, args, pod)
-        return args, pod
+        decoded = (body, args)
+        return args
 
     def filter_(body: bytes) -> tuple[int, bytes]:
         try:
-            args, pod = decode(body)
-        except protocol.BadRequest as err:
+            args = decode(body)
+            passed, failed = framework.filter(args.pod, args.node_names)
+        except (protocol.BadRequest, InvalidPod) as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
-        verdict = view.filter(pod, args.node_names)
-        if verdict.failed:
-            telemetry.refused.inc(len(verdict.failed))
-            log.debug("filter %s: refused %s", pod.key, verdict.failed)
-        return 200, protocol.filter_result(args, verdict.passed, verdict.failed)
+        if failed:
+            telemetry.refused.inc(len(failed))
+            log.debug("filter %s: refused %s", args.pod["metadata"].get("name"), failed)
+        return 200, protocol.filter_result(args, passed, failed)
 
     def prioritize(body: bytes) -> tuple[int, bytes]:
         try:
-            args, pod = decode(body)
-        except protocol.BadRequest as err:
+            args = decode(body)
+            scores = framework.prioritize(args.pod, args.node_names)
+        except (protocol.BadRequest, InvalidPod) as err:
             return 400, protocol.filter_error(f"bad ExtenderArgs: {err}")
-        return 200, protocol.priorities(view.prioritize(pod, args.node_names))
+        return 200, protocol.priorities(scores)
 
     return {"/filter": timed("filter", filter_), "/prioritize": timed("prioritize", prioritize)}
 
@@ -146,15 +129,15 @@ class HttpServer(endpoint.Endpoint):
     def __init__(
         self,
         address: tuple[str, int],
-        view: ClusterView,
+        target: Framework | ClusterView,
         registry: CollectorRegistry,
         readiness: endpoint.Readiness,
     ) -> None:
-        telemetry = Telemetry(registry, view)
+        telemetry = Telemetry(registry)
         super().__init__(
             address,
             registry,
             readiness,
             name="extender-http",
-            routes=routes(view, telemetry),
+            routes=routes(as_framework(target, registry), telemetry),
         )

@@ -48,6 +48,7 @@ EXPECT_TTL = 30.0  # seconds an expectation lives without a binding showing up
 MAX_EXPECTED_TIES = 8
 CACHED_ESTIMATES = 32  # distinct pod estimates whose answers are kept (see `_cache`)
 _UNKNOWN = object()
+_TENTHS = tuple((s + 5) // 10 for s in range(loads.MAX_NODE_SCORE + 1))  # 0..100 -> 0..10
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +270,12 @@ class ClusterView:
 
     # -- verbs ------------------------------------------------------------------
 
-    def filter(self, pod: PodLoad, names: Sequence[str]) -> Verdict:
-        """Which of `names` can take `pod` without going over a usage threshold."""
+    def filter(self, pod: PodLoad, names: Sequence[str], *, expect: bool = True) -> Verdict:
+        """Which of `names` can take `pod` without going over a usage threshold.
+
+        `expect`: count the pod on the only node that passes (the framework sets it
+        False and decides that itself, over every filter plugin's answer).
+        """
         if pod.daemonset:  # Koordinator never filters DaemonSet pods
             return Verdict(list(names))
         with self._lock:
@@ -288,7 +293,7 @@ class ClusterView:
                         name = names[index]
                         answers[index] = known[name] = judge(name)
         if answers.count(None) == len(answers):  # the common case: every node can take it
-            if len(names) == 1:
+            if expect and len(names) == 1:
                 self.expect(pod, names)
             return Verdict(list(names))
         passed = [name for name, answer in zip(names, answers, strict=True) if answer is None]
@@ -297,7 +302,7 @@ class ClusterView:
             for name, answer in zip(names, answers, strict=True)
             if answer is not None
         }
-        if len(passed) == 1:
+        if expect and len(passed) == 1:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
 
@@ -389,10 +394,18 @@ class ClusterView:
         return None
 
     def prioritize(self, pod: PodLoad, names: Sequence[str]) -> list[tuple[str, int]]:
-        """Scores 0..10 (the extender protocol's range): most free measured capacity wins."""
+        """Scores 0..10 (the extender protocol's range), the pod expected on the best node(s)."""
+        scores = list(map(_TENTHS.__getitem__, self.scores(pod, names)))
+        best = max(scores, default=0)
+        if best > 0 and scores.count(best) <= MAX_EXPECTED_TIES:
+            self.expect(pod, [n for n, score in zip(names, scores, strict=True) if score == best])
+        return list(zip(names, scores, strict=True))
+
+    def scores(self, pod: PodLoad, names: Sequence[str]) -> list[int]:
+        """Koordinator's scores 0..100, one per name: most free measured capacity wins."""
         args = self.args
         if not self._weights and not args.dominant_resource_weight:
-            return [(name, 0) for name in names]
+            return [0] * len(names)
         prod = args.score_according_prod_usage and pod.prod
         agg = args.aggregated
         score_key = (
@@ -421,7 +434,7 @@ class ClusterView:
                         weights,
                         dominant,
                     )
-                    return (score + 5) // 10
+                    return score
 
             known = self._cache(self._scores, (estimate, pod.prod), now)
             scores = list(map(known.get, names, itertools.repeat(-1)))
@@ -430,10 +443,7 @@ class ClusterView:
                     if score < 0:
                         name = names[index]
                         scores[index] = known[name] = score_of(name)
-        best = max(scores, default=0)
-        if best > 0 and scores.count(best) <= MAX_EXPECTED_TIES:
-            self.expect(pod, [n for n, score in zip(names, scores, strict=True) if score == best])
-        return list(zip(names, scores, strict=True))
+        return scores
 
     def _score_usage(
         self,

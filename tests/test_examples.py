@@ -1,12 +1,13 @@
 """The example plugin packages work as a user would run them: `pip install` them, use the stock commands.
 
-A fresh virtual environment gets nodeqos and both examples (`examples/nodepressure`,
-a descheduler plugin; `examples/beshares`, a QoS plugin) installed with
+A fresh virtual environment gets nodeqos and the examples (`examples/nodepressure`,
+a descheduler plugin; `examples/beshares`, a QoS plugin; `examples/bememguard`, a
+scheduler plugin) installed with
 `pip install --no-deps -e`, exactly what a user's image does, so the plugins are
 found only through the entry points their pyproject.toml declares. The
 dependencies (kubernetes, click, ...) come from the development environment
 through a `.pth` line, so nothing is downloaded. The environment is cached
-under $NODEQOS_CACHE (default ~/.cache/nodeqos) keyed by the three
+under $NODEQOS_CACHE (default ~/.cache/nodeqos) keyed by the
 pyproject.toml files and this checkout's path; the installs are editable, so
 code changes need no rebuild.
 
@@ -30,6 +31,7 @@ import sys
 import sysconfig
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,10 @@ import pytest
 import yaml
 
 from cgroups import CgroupVersion, Driver, QoSLevel
-from kube import rest
+from extender import local
+from kube import cache, rest
 from testbed import controlplane, localcluster
+from tests.builders import make_nodemetric_dict
 from tests.cgroupfs_builder import (
     fake_container,
     fake_pod,
@@ -54,6 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 NODEPRESSURE = EXAMPLES / "nodepressure"
 BESHARES = EXAMPLES / "beshares"
+BEMEMGUARD = EXAMPLES / "bememguard"
 LABEL = "nodeqos-example"
 # No dependency resolution (they are all present) and no isolated build (no download).
 PIP_INSTALL = ("-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation")
@@ -72,6 +77,7 @@ def _key() -> str:
         ROOT / "pyproject.toml",
         NODEPRESSURE / "pyproject.toml",
         BESHARES / "pyproject.toml",
+        BEMEMGUARD / "pyproject.toml",
     ):
         digest.update(part.read_bytes())
     digest.update(f"{ROOT}\0{sys.version}\0{sysconfig.get_paths()['purelib']}".encode())
@@ -101,7 +107,7 @@ def _build(venv: Path) -> None:
     (Path(purelib) / "_nodeqos_dependencies.pth").write_text(
         sysconfig.get_paths()["purelib"] + "\n"
     )
-    for project in (ROOT, NODEPRESSURE, BESHARES):
+    for project in (ROOT, NODEPRESSURE, BESHARES, BEMEMGUARD):
         subprocess.run(
             [python, *PIP_INSTALL, "-e", str(project)],
             check=True,
@@ -111,7 +117,7 @@ def _build(venv: Path) -> None:
 
 @pytest.fixture(scope="session")
 def venv() -> Path:
-    """A virtual environment with nodeqos and both examples installed (built once, cached)."""
+    """A virtual environment with nodeqos and the examples installed (built once, cached)."""
     target = _cache_root() / _key()
     stamp = target / ".complete"
     if not stamp.exists():
@@ -146,7 +152,7 @@ def run_without_plugins(module: str, argv: list[str | Path]) -> subprocess.Compl
     )
 
 
-@pytest.mark.parametrize("example", [NODEPRESSURE, BESHARES], ids=lambda p: p.name)
+@pytest.mark.parametrize("example", [NODEPRESSURE, BESHARES, BEMEMGUARD], ids=lambda p: p.name)
 def test_the_examples_own_tests_pass_once_installed(venv: Path, example: Path) -> None:
     """Each example's tests (which need its entry point installed) pass in the fresh environment."""
     done = subprocess.run(
@@ -325,6 +331,91 @@ def test_agent_writes_the_be_knob_with_the_installed_plugin(
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dirs["batch"] / "cpu.weight").read_text().strip() == "1"
     assert (dirs["web"] / "cpu.weight").read_text() == "39\n"
+
+
+def _nodemetric(kube: rest.Rest, name: str, cpu: str, memory: str) -> None:
+    """A fresh NodeMetric for `name`, as the agent would write it."""
+    metric = make_nodemetric_dict(
+        name,
+        node_cpu=cpu,
+        node_memory=memory,
+        update_time=datetime.now(UTC).replace(microsecond=0),
+    )
+    created = kube.create(cache.NODEMETRICS.path(), {**metric, "status": {}})
+    created["status"] = metric["status"]
+    kube.replace(cache.NODEMETRICS.path(name) + "/status", created)
+
+
+@pytest.mark.controlplane
+def test_the_real_scheduler_places_pods_by_the_installed_scheduler_plugin(
+    venv: Path, cluster: controlplane.ControlPlane, admin: tuple[rest.Rest, str], tmp_path: Path
+) -> None:
+    """`nodeqos-scheduler-extender` with BEMemoryGuard behind kube-scheduler: LoadAwareScheduling
+    prefers the memory-hot node (lowest CPU), the LS pod lands there, the BE pod does not."""
+    kube, namespace = admin
+    hot, calm = f"{namespace}-memhot", f"{namespace}-calm"
+    # hot: cpu 5%, memory 84% (LoadAware: 54 of 100, 5 of 10); calm: cpu 60%, memory 69% (35, 4)
+    for node, cpu, memory in ((hot, "400m", "27Gi"), (calm, "4800m", "22Gi")):
+        localcluster.register_node(kube, node, cpu="8", memory="32Gi", labels={LABEL: namespace})
+        _nodemetric(kube, node, cpu, memory)
+    argv: list[str | Path] = ["--config", BEMEMGUARD / "profile.yaml", "--validate"]
+    refused = run_without_plugins("extender.cli", argv)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert 'entry-point group "nodeqos.scheduler.plugins"' in refused.stderr
+
+    port = controlplane.free_port()
+    with (tmp_path / "extender.log").open("wb") as log:
+        extender = subprocess.Popen(
+            [
+                venv / "bin" / "nodeqos-scheduler-extender",
+                *("--config", BEMEMGUARD / "profile.yaml"),
+                *("--kubeconfig", cluster.kubeconfig),
+                *("--bind-address", f"127.0.0.1:{port}"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=user_env(),
+        )
+        try:
+            local.wait_ready(port)
+            cluster.start_scheduler(
+                local.point_scheduler(
+                    ROOT / "deploy" / "kube-scheduler" / "second-scheduler.yaml", port
+                )
+            )
+            pods = f"/api/v1/namespaces/{namespace}/pods"
+            for name, qos in (("web", "LS"), ("batch", "BE")):
+                kube.create(
+                    pods,
+                    {
+                        "metadata": {"name": name, "labels": {"koordinator.sh/qosClass": qos}},
+                        "spec": {
+                            "schedulerName": "nodeqos-load-aware",
+                            "nodeSelector": {LABEL: namespace},
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox",
+                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                                }
+                            ],
+                        },
+                    },
+                )
+                placed = eventually(
+                    lambda name=name: kube.get(f"{pods}/{name}")["spec"].get("nodeName"),
+                    f"pod {name} bound",
+                    timeout=60,
+                )
+                assert placed == (hot if qos == "LS" else calm), (name, placed)
+        finally:
+            extender.terminate()
+            extender.wait(15)
+            cluster.start_scheduler(None)
+            for node in (hot, calm):
+                with contextlib.suppress(rest.ApiError):
+                    kube.delete(cache.NODEMETRICS.path(node))
+    assert "BEMemoryGuard" in (tmp_path / "extender.log").read_text()
 
 
 def test_docs_walk_through_quotes_the_example() -> None:
