@@ -103,10 +103,12 @@ def _build(venv: Path) -> None:
         env=user_env(),
     ).stdout.strip()
     # The dependencies (and pip, setuptools) of the development environment,
-    # after the new environment's own site-packages.
-    (Path(purelib) / "_nodeqos_dependencies.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n"
-    )
+    # after the new environment's own site-packages: every site directory this
+    # process has, since the checkout's own venv reaches the shared
+    # dependencies' venv through a .pth file of its own (hack/with-env.sh),
+    # and a directory a .pth file names is not searched for further .pth files.
+    site_dirs = [path for path in sys.path if path.endswith("site-packages")]
+    (Path(purelib) / "_nodeqos_dependencies.pth").write_text("\n".join(site_dirs) + "\n")
     for project in (ROOT, NODEPRESSURE, BESHARES, BEMEMGUARD):
         subprocess.run(
             [python, *PIP_INSTALL, "-e", str(project)],
