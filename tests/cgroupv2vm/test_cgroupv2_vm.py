@@ -1,0 +1,51 @@
+"""nodeqos on a real cgroup v2 kernel under systemd, in a QEMU VM (`make e2e-cgroupv2`).
+
+Each check of guest_checks.py runs inside the VM (see conftest.py); here one
+host test per check reports its outcome, so a failure names the check and
+carries the guest's assertion message. The list of checks is read from
+guest_checks.py itself, so a new check is reported without touching this file.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.cgroupv2vm.conftest import GuestRun
+
+pytestmark = [pytest.mark.cgroupv2vm, pytest.mark.slow]
+
+GUEST_CHECKS = Path(__file__).with_name("guest_checks.py")
+
+
+def _check_names() -> list[str]:
+    tree = ast.parse(GUEST_CHECKS.read_text())
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    ]
+
+
+def test_the_guest_checks_are_found() -> None:
+    """guest_checks.py holds the checks this module reports (a rename cannot hide one)."""
+    assert len(_check_names()) >= 6
+
+
+@pytest.mark.parametrize("name", _check_names())
+def test_guest_check(guest: GuestRun, name: str) -> None:
+    """The named check passed inside the VM (its assertion message is shown when not)."""
+    outcome = guest.outcomes.get(name)
+    assert outcome is not None, (
+        f"{name} did not run in the guest; guest output:\n{guest.output[-4000:]}"
+    )
+    assert outcome == "passed", f"{name} {outcome} in the guest:\n{guest.details[name]}"
+
+
+def test_guest_booted_systemd_and_its_agent(guest: GuestRun) -> None:
+    """Both boot milestones were seen: systemd's banner on the console and the agent's answer."""
+    assert guest.machine.times.agent is not None
+    assert guest.machine.times.systemd is not None
+    assert "Welcome to" in guest.machine.console_log.read_text(errors="replace")
