@@ -430,3 +430,31 @@ def test_cgroup_reconcile_writes_memory_qos_on_the_pod_slice_and_its_parents() -
         assert str(pod_dir.parent) == "kubepods.slice/kubepods-burstable.slice"
         for parent in (pod_dir.parent, pod_dir.parent.parent):
             assert read(parent, "memory.min") == str(GI)
+
+
+def test_containerd_starts_with_runcs_systemd_cgroup_driver() -> None:
+    """Debian's containerd starts under systemd in system.slice with SystemdCgroup = true for
+    runc and the CNI plugins at /usr/lib/cni (what a kubelet with cgroupDriver: systemd needs)."""
+    started = time.monotonic()
+    subprocess.run(["systemctl", "start", "containerd.service"], check=True, timeout=300)
+    try:
+        deadline = started + 300
+        while subprocess.run(["ctr", "version"], capture_output=True, check=False).returncode:
+            assert time.monotonic() < deadline, "containerd did not answer within 300 s"
+            time.sleep(0.5)
+        print(f"cgroupv2vm: containerd answered {time.monotonic() - started:.1f}s after start")
+        dump = subprocess.run(
+            ["containerd", "config", "dump"], capture_output=True, text=True, check=True
+        ).stdout
+        assert "SystemdCgroup = true" in dump
+        assert 'bin_dir = "/usr/lib/cni"' in dump
+        pid = subprocess.run(
+            ["systemctl", "show", "-p", "MainPID", "--value", "containerd.service"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        cgroup = Path(f"/proc/{pid}/cgroup").read_text().strip()
+        assert cgroup == "0::/system.slice/containerd.service"
+    finally:
+        subprocess.run(["systemctl", "stop", "containerd.service"], check=False)
