@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import tarfile
 import tempfile
 import time
@@ -81,12 +82,13 @@ class GuestRun:
     output: str = ""
 
 
-def _required() -> bool:
+def required() -> bool:
+    """`make e2e-cgroupv2`: build what is missing, fail instead of skipping."""
     return os.environ.get("NODEQOS_VM_REQUIRED") == "1"
 
 
 def _unavailable(message: str) -> None:
-    if _required():
+    if required():
         pytest.fail(f"the cgroup v2 VM is unavailable: {message}", pytrace=False)
     pytest.skip(f"cgroup v2 VM: {message}")
 
@@ -111,7 +113,26 @@ def _module_path(name: str) -> Path | None:
     return origin.parent if origin.name == "__init__.py" else origin
 
 
-def write_payload(path: Path) -> None:
+def find_kubelet() -> Path | None:
+    """The pinned kubelet the real-node suite uses ($NODEQOS_NODE_BIN, else hack/node-setup.sh,
+    which builds it once); None when it cannot be had (the kubelet check then skips)."""
+    directory = os.environ.get("NODEQOS_NODE_BIN")
+    if not directory:
+        done = subprocess.run(
+            [str(REPO / "hack" / "node-setup.sh")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NODEQOS_NODE_NO_INSTALL": "1"},
+            check=False,
+        )
+        if done.returncode != 0:
+            return None
+        directory = done.stdout.strip().splitlines()[-1]
+    kubelet = Path(directory) / "kubelet"
+    return kubelet if kubelet.is_file() else None
+
+
+def write_payload(path: Path, kubelet: Path | None = None) -> None:
     """A tar of src/ (our packages) and site/ (third-party), no caches; the guest reads
     it from a disk (uncompressed: the disk's zero padding ends a tar cleanly)."""
 
@@ -130,6 +151,8 @@ def write_payload(path: Path) -> None:
             path = _module_path(name)
             if path is not None:
                 tar.add(path, arcname=f"site/{path.name}", filter=skip_cache)
+        if kubelet is not None:
+            tar.add(kubelet, arcname="bin/kubelet")
         for name in DISTRIBUTIONS:
             path = _metadata_dir(name)
             if path is not None:
@@ -169,12 +192,12 @@ def guest(request: pytest.FixtureRequest) -> Iterator[GuestRun]:
             f"missing Debian packages {', '.join(missing)} (apt-get install {' '.join(missing)})"
         )
     try:
-        image = vm.find_image(build=_required())
+        image = vm.find_image(build=required())
     except vm.VMError as err:
         _unavailable(str(err))
     with tempfile.TemporaryDirectory(prefix="nodeqos-vm-") as workdir:
         payload = Path(workdir) / "payload.tar"
-        write_payload(payload)
+        write_payload(payload, find_kubelet())
         machine = vm.VirtualMachine(image, Path(workdir), disks=[payload])
         try:
             machine.start(timeout=BOOT_BUDGET_S)

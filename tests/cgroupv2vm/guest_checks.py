@@ -458,3 +458,61 @@ def test_containerd_starts_with_runcs_systemd_cgroup_driver() -> None:
         assert cgroup == "0::/system.slice/containerd.service"
     finally:
         subprocess.run(["systemctl", "stop", "containerd.service"], check=False)
+
+
+KUBELET = Path("/opt/nodeqos/bin/kubelet")
+KUBELET_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+failSwapOn: false
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+staticPodPath: /etc/kubernetes/manifests
+"""
+
+
+def test_kubelet_makes_the_qos_slices_the_product_detects() -> None:
+    """The pinned kubelet (cgroupDriver: systemd, standalone: no API server) creates
+    kubepods.slice and its QoS slices; it enables cpu on kubepods-besteffort.slice with
+    cpu.weight 1, so cpu.max is there for BE suppression, and detection says systemd."""
+    if not KUBELET.is_file():
+        pytest.skip("no kubelet copied in (hack/node-setup.sh builds it)")
+    _fresh_kubepods()
+    Path("/etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
+    Path("/etc/kubelet-vm.yaml").write_text(KUBELET_CONFIG)
+    subprocess.run(["systemctl", "start", "containerd.service"], check=True, timeout=300)
+    started = time.monotonic()
+    subprocess.run(
+        ["systemd-run", "--unit=kubelet-vm", str(KUBELET), "--config=/etc/kubelet-vm.yaml"],
+        check=True,
+    )
+    be_slice = CGROUP_ROOT / "kubepods.slice" / "kubepods-besteffort.slice"
+    try:
+        deadline = started + 300
+        while not (be_slice / "cpu.weight").is_file():
+            state = subprocess.run(
+                ["systemctl", "is-active", "kubelet-vm"], capture_output=True, text=True
+            ).stdout.strip()
+            assert state in ("active", "activating"), f"the kubelet stopped ({state})"
+            assert time.monotonic() < deadline, "no kubepods-besteffort.slice within 300 s"
+            time.sleep(0.5)
+        print(
+            f"cgroupv2vm: kubelet made the QoS slices {time.monotonic() - started:.1f}s after start"
+        )
+        fs = _fs()
+        assert (fs.version, fs.driver) == (cgroups.CgroupVersion.V2, cgroups.Driver.SYSTEMD)
+        be_dir = fs.kubepods_dir(cgroups.QoSLevel.BESTEFFORT)
+        assert "cpu" in fs.path(be_dir, "cgroup.controllers").read_text().split()
+        assert fs.path(be_dir, "cpu.weight").read_text().strip() == "1"
+        assert cgroups.read_cpu_max(fs, be_dir).period_us == 100_000
+        burstable = fs.kubepods_dir(cgroups.QoSLevel.BURSTABLE)
+        assert str(burstable) == "kubepods.slice/kubepods-burstable.slice"
+        assert fs.dir(burstable, subsystem="cpu").is_dir()
+    finally:
+        subprocess.run(["systemctl", "stop", "kubelet-vm"], check=False)
+        subprocess.run(["systemctl", "stop", "containerd.service"], check=False)
