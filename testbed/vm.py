@@ -24,7 +24,8 @@ asked to.
   Host directories can still be shared over 9p (``shares``, ``mount_share``)
   with a kernel that has it;
 - user networking with ``restrict=on``: the guest reaches nothing, not the
-  host, not the internet; `guestfwd` entries open single host loopback ports;
+  host, not the internet; `guestfwd` entries open single host loopback ports
+  (a small relay per connection, so the kubelet can reach the API server);
 - `shutdown` powers off through systemd and waits; a guest that does not stop
   is killed.
 
@@ -42,6 +43,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +57,22 @@ QEMU = "qemu-system-x86_64"
 AGENT_PORT = "org.nodeqos.agent"
 # A KVM guest that works reaches systemd's banner in a few seconds (TCG: 15-40 s).
 _KVM_PROBE_SECONDS = 20.0
+
+
+# Copies one guest connection (QEMU gives it as stdin/stdout) to 127.0.0.1:<argv[1]>.
+_RELAY = """\
+import os, socket, sys, threading
+upstream = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def pump():
+    while data := upstream.recv(65536):
+        os.write(1, data)
+    os._exit(0)
+threading.Thread(target=pump, daemon=True).start()
+while data := os.read(0, 65536):
+    upstream.sendall(data)
+upstream.shutdown(socket.SHUT_WR)
+threading.Event().wait(30)
+"""
 
 
 class VMError(RuntimeError):
@@ -183,8 +201,16 @@ class VirtualMachine:
 
     def _argv(self, accel: Accel) -> list[str]:
         netdev = "user,id=net0,restrict=on"
+        if self.guestfwd:
+            relay = self.workdir / "relay.py"
+            relay.write_text(_RELAY)
         for guest_ip, guest_port, host_port in self.guestfwd:
-            netdev += f",guestfwd=tcp:{guest_ip}:{guest_port}-tcp:127.0.0.1:{host_port}"
+            # `cmd:` spawns the relay for each guest connection; a `tcp:` target would be
+            # one chardev connection made at QEMU start, which the API server closes
+            # after its TLS handshake timeout, and never reopened.
+            netdev += (
+                f",guestfwd=tcp:{guest_ip}:{guest_port}-cmd:{sys.executable} {relay} {host_port}"
+            )
         argv = [
             QEMU,
             "-nodefaults",

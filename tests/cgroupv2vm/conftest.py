@@ -15,6 +15,8 @@ minutes the suite does not have; `make e2e-cgroupv2` builds it once).
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import os
 import re
 import subprocess
@@ -29,8 +31,9 @@ from importlib import util as importlib_util
 from pathlib import Path
 
 import pytest
+import yaml
 
-from testbed import vm
+from testbed import controlplane, localnodes, vm
 
 REPO = Path(__file__).resolve().parents[2]
 GUEST_ROOT = "/opt/nodeqos"
@@ -70,11 +73,18 @@ BOOT_BUDGET_S = 240.0
 GUEST_PYTEST_TIMEOUT_S = 900.0
 
 
+NODE_NAME = "nodeqos-vm"
+# The guest reaches the host's loopback API server at this address (QEMU guestfwd).
+API_GUEST_IP, API_GUEST_PORT = "10.0.2.100", 6443
+
+
 @dataclass
 class GuestRun:
     """The VM's figures and the outcome of each guest check, by test name."""
 
     machine: vm.VirtualMachine
+    plane: controlplane.ControlPlane | None = None
+    plane_missing: str = ""
     copy_seconds: float = 0.0
     checks_seconds: float = 0.0
     outcomes: dict[str, str] = field(default_factory=dict)  # passed | failed | skipped
@@ -132,7 +142,21 @@ def find_kubelet() -> Path | None:
     return kubelet if kubelet.is_file() else None
 
 
-def write_payload(path: Path, kubelet: Path | None = None) -> None:
+def guest_kubeconfig(plane: controlplane.ControlPlane) -> str:
+    """The node's kubeconfig as the guest sees the API server: through the guestfwd
+    address, the serving certificate checked against its 127.0.0.1 name."""
+    node = yaml.safe_load(plane.node_kubeconfig(NODE_NAME).read_text())
+    cluster = node["clusters"][0]["cluster"]
+    ca = Path(cluster.pop("certificate-authority")).read_bytes()
+    cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    cluster["server"] = f"https://{API_GUEST_IP}:{API_GUEST_PORT}"
+    cluster["tls-server-name"] = "127.0.0.1"
+    return str(yaml.safe_dump(node))
+
+
+def write_payload(
+    path: Path, kubelet: Path | None = None, extra: dict[str, Path] | None = None
+) -> None:
     """A tar of src/ (our packages) and site/ (third-party), no caches; the guest reads
     it from a disk (uncompressed: the disk's zero padding ends a tar cleanly)."""
 
@@ -153,6 +177,8 @@ def write_payload(path: Path, kubelet: Path | None = None) -> None:
                 tar.add(path, arcname=f"site/{path.name}", filter=skip_cache)
         if kubelet is not None:
             tar.add(kubelet, arcname="bin/kubelet")
+        for arcname, source in (extra or {}).items():
+            tar.add(source, arcname=arcname)
         for name in DISTRIBUTIONS:
             path = _metadata_dir(name)
             if path is not None:
@@ -195,16 +221,38 @@ def guest(request: pytest.FixtureRequest) -> Iterator[GuestRun]:
         image = vm.find_image(build=required())
     except vm.VMError as err:
         _unavailable(str(err))
-    with tempfile.TemporaryDirectory(prefix="nodeqos-vm-") as workdir:
+    with contextlib.ExitStack() as stack:
+        workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="nodeqos-vm-"))
+        plane, plane_missing = None, ""
+        try:
+            plane = stack.enter_context(
+                controlplane.ControlPlane(controlplane.find_binaries(), nodes=(NODE_NAME,))
+            )
+        except controlplane.ControlPlaneError as err:
+            plane_missing = str(err)
         payload = Path(workdir) / "payload.tar"
-        write_payload(payload, find_kubelet())
-        machine = vm.VirtualMachine(image, Path(workdir), disks=[payload])
+        extra: dict[str, Path] = {}
+        if plane is not None:
+            try:
+                for archive in localnodes.build_images(Path(workdir) / "images"):
+                    extra[f"images/{archive.name}"] = archive
+            except (OSError, ValueError) as err:
+                plane_missing = f"no pause/busybox images: {err}"
+            kubeconfig = Path(workdir) / "node.kubeconfig"
+            kubeconfig.write_text(guest_kubeconfig(plane))
+            extra["node.kubeconfig"] = kubeconfig
+        write_payload(payload, find_kubelet(), extra)
+        guestfwd = []
+        if plane is not None:
+            port = int(plane.url.rsplit(":", 1)[1])
+            guestfwd.append((API_GUEST_IP, API_GUEST_PORT, port))
+        machine = vm.VirtualMachine(image, Path(workdir), disks=[payload], guestfwd=guestfwd)
         try:
             machine.start(timeout=BOOT_BUDGET_S)
         except vm.VMError as err:
             machine.shutdown(timeout=5)
             _unavailable(f"the guest did not come up within {BOOT_BUDGET_S:.0f} s: {err}")
-        run = GuestRun(machine)
+        run = GuestRun(machine, plane, plane_missing)
         try:
             started = time.monotonic()
             machine.run(["mkdir", "-p", GUEST_ROOT])
