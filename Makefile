@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # make bench BENCH='--publish lownodeload': arguments of python -m bench
 BENCH ?=
 
-.PHONY: demo test test-under-load lint typecheck unit e2e bench soak control-plane node-setup clean-cache
+.PHONY: demo test test-under-load lint typecheck unit e2e e2e-cgroupv2 bench soak control-plane node-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -29,11 +29,16 @@ typecheck:
 	$(ENV) mypy
 
 unit:
-	$(ENV) pytest -m 'not controlplane and not slow' $(PYTEST_ARGS)
+	$(ENV) pytest -m 'not controlplane and not slow and not cgroupv2vm' $(PYTEST_ARGS)
 
 # Real nodes (kubelet + containerd per node) on this machine; needs root.
 e2e:
 	$(ENV) pytest -m e2e tests/e2e $(PYTEST_ARGS)
+
+# nodeqos on a real cgroup v2 kernel under systemd, in a QEMU VM (docs/cgroupv2-vm.md);
+# builds the VM image first when it is not cached (hack/vm/build-image.sh); needs root.
+e2e-cgroupv2:
+	NODEQOS_VM_REQUIRED=1 $(ENV) pytest -m cgroupv2vm tests/cgroupv2vm $(PYTEST_ARGS)
 
 bench:
 	$(ENV) python -m bench $(BENCH)

@@ -54,6 +54,30 @@ class Unsupported(CgroupError):
     """The resource does not exist on this cgroup version or kernel."""
 
 
+class ControllerDisabled(Unsupported):
+    """A cgroup v2 directory exists but its parent does not enable the file's controller.
+
+    On v2 a controller's files (cpu.max, cpu.weight, memory.min, ...) appear in a
+    cgroup only when its parent lists the controller in cgroup.subtree_control.
+    systemd enables one down a slice only for a unit that asks for it: a pod
+    slice the kubelet made has cpu, a slice nobody configured may not (seen on
+    Debian 12, systemd 252: kubepods-besteffort.slice without cpu.max until it
+    got a CPUWeight). Not `CgroupGone`: the pod is there, skipping it would hide
+    the problem.
+    """
+
+    def __init__(self, path: Path | str, controller: str) -> None:
+        parent = Path(path).parent.parent
+        super().__init__(
+            f"{path}: the {controller} controller is not enabled for this cgroup "
+            f"({parent}/cgroup.subtree_control lacks it); the kubelet enables it on the "
+            f"slices it manages (systemd: a CPUWeight/CPUQuota or Memory* property), "
+            f"or write +{controller} to that file"
+        )
+        self.path = str(path)
+        self.controller = controller
+
+
 class WriteRejected(CgroupError):
     """The kernel refused a value (EINVAL, ERANGE, EBUSY, ...)."""
 

@@ -21,6 +21,35 @@ def read_text(path: Path, *, gone: type[errors.CgroupGone] = errors.CgroupGone) 
         raise errors.translate_os_error(err, path, gone=gone) from err
 
 
+def read_interface(path: Path) -> str:
+    """A cgroup interface file; tells a disabled v2 controller from a vanished cgroup.
+
+    A missing file whose cgroup v2 directory is still there and whose
+    `cgroup.controllers` lacks the file's controller (the part of the name before
+    the first dot) raises `ControllerDisabled`; any other absence is `CgroupGone`.
+    """
+    try:
+        return read_text(path)
+    except errors.CgroupGone as gone:
+        controller = path.name.split(".", 1)[0]
+        enabled = _enabled(path.parent)
+        if enabled is not None and controller in _V2_CONTROLLERS and controller not in enabled:
+            raise errors.ControllerDisabled(path, controller) from gone
+        raise
+
+
+def _enabled(directory: Path) -> frozenset[str] | None:
+    """The controllers a v2 cgroup has; None for v1 or a cgroup that went away."""
+    try:
+        return frozenset((directory / "cgroup.controllers").read_text().split())
+    except OSError:
+        return None
+
+
+# The v2 controllers whose files a parent's cgroup.subtree_control gates (cgroup-v2.rst).
+_V2_CONTROLLERS = frozenset({"cpu", "cpuset", "io", "memory", "pids", "hugetlb", "rdma", "misc"})
+
+
 def read_optional(path: Path) -> str | None:
     """Return the file, or None when it does not exist (a feature the kernel lacks).
 

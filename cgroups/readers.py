@@ -24,7 +24,7 @@ V1, V2 = CgroupVersion.V1, CgroupVersion.V2
 
 def _read(fs: CgroupFS, rel_dir: RelDir, filename: str) -> tuple[str, str]:
     path = fs.path(rel_dir, filename)
-    return fileio.read_text(path), str(path)
+    return fileio.read_interface(path), str(path)
 
 
 def read_cpu_usage(fs: CgroupFS, rel_dir: RelDir) -> CpuUsage:

@@ -164,7 +164,7 @@ def _read_current(fs: CgroupFS, rel_dir: RelDir, resource: Resource) -> tuple[_S
     spec = _spec(fs.version, resource)
     path = fs.path(rel_dir, spec.filename)
     try:
-        return spec, fileio.read_text(path), str(path)
+        return spec, fileio.read_interface(path), str(path)
     except errors.CgroupGone as err:
         if path.parent.is_dir():
             # the cgroup is there, the file is not: an older kernel (cfs burst < 5.14)

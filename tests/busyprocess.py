@@ -19,7 +19,7 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 READY = b"spinning\n"
@@ -38,10 +38,10 @@ while True:
 class BusyProcess:
     """The running process; `pid` to move it, `release` to let it go."""
 
-    def __init__(self, ballast_mib: int) -> None:
+    def __init__(self, ballast_mib: int, prefix: Sequence[str] = ()) -> None:
         script = _SCRIPT.format(ballast_mib=ballast_mib, ready=READY)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [*prefix, sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
 
     @property
@@ -71,9 +71,13 @@ class BusyProcess:
 
 
 @contextmanager
-def spinning(ballast_mib: int = 0) -> Iterator[BusyProcess]:
-    """A busy process, waiting to be released; always killed on exit."""
-    busy = BusyProcess(ballast_mib)
+def spinning(ballast_mib: int = 0, prefix: Sequence[str] = ()) -> Iterator[BusyProcess]:
+    """A busy process, waiting to be released; always killed on exit.
+
+    `prefix` runs it through a launcher that execs it, keeping its pid (the
+    cgroup v2 VM checks use `systemd-run --scope ...` to start it in a pod slice).
+    """
+    busy = BusyProcess(ballast_mib, prefix)
     try:
         yield busy
     finally:

@@ -181,6 +181,28 @@ def _v2_contents(v: CgroupValues) -> dict[str, str]:
     }
 
 
+# Files a v2 cgroup keeps when its parent does not enable the controller: the core
+# cpu.stat (usage only) and the PSI files (kernel cgroup-v2.rst, "Core Interface Files";
+# checked on a real 6.1 kernel by tests/cgroupv2vm/guest_checks.py).
+_CORE_FILES = frozenset({"cpu.stat", "cpu.pressure", "memory.pressure", "io.pressure"})
+_CORE_CPU_STAT_KEYS = ("usage_usec", "user_usec", "system_usec")
+
+
+def _without_controllers(contents: dict[str, str], off: frozenset[str]) -> dict[str, str]:
+    """What a v2 cgroup shows when its parent's cgroup.subtree_control lacks `off`."""
+    kept = {
+        name: text
+        for name, text in contents.items()
+        if name in _CORE_FILES or name.split(".", 1)[0] not in off
+    }
+    enabled = contents["cgroup.controllers"].split()
+    kept["cgroup.controllers"] = " ".join(c for c in enabled if c not in off) + "\n"
+    if "cpu" in off:
+        lines = kept["cpu.stat"].splitlines(keepends=True)
+        kept["cpu.stat"] = "".join(line for line in lines if line.startswith(_CORE_CPU_STAT_KEYS))
+    return kept
+
+
 _SCOPE_PREFIX = {
     Runtime.CONTAINERD: "cri-containerd",
     Runtime.CRIO: "crio",
@@ -202,6 +224,8 @@ class FakeCgroupTree:
     ) -> None:
         self.root, self.version, self.driver, self.v1_mounts = root, version, driver, v1_mounts
         self.values: dict[PurePosixPath, CgroupValues] = {}
+        # v2 controllers a cgroup's parent does not enable (`disable_controller`)
+        self.disabled: dict[PurePosixPath, frozenset[str]] = {}
         root.mkdir(parents=True, exist_ok=True)
         if version is CgroupVersion.V2:
             (root / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
@@ -270,7 +294,14 @@ class FakeCgroupTree:
         if self.version is CgroupVersion.V2:
             target = self.root / rel_dir
             target.mkdir(parents=True, exist_ok=True)
-            for name, text in {**_v2_contents(values), **values.pressure}.items():
+            contents = {**_v2_contents(values), **values.pressure}
+            off = self.disabled.get(rel_dir, frozenset())
+            if off:
+                contents = _without_controllers(contents, off)
+                for stale in target.iterdir():
+                    if stale.is_file() and stale.name not in contents:
+                        stale.unlink()
+            for name, text in contents.items():
                 (target / name).write_text(text)
             return
         contents = _v1_contents(values)
@@ -281,6 +312,14 @@ class FakeCgroupTree:
                 (target / name).write_text(contents[name])
         for name, text in values.pressure.items():  # psi_v1 layout: under cpuacct
             (self._mount("cpuacct") / rel_dir / name).write_text(text)
+
+    def disable_controller(self, rel_dir: PurePosixPath, controller: str) -> None:
+        """v2: the parent stops enabling `controller` for `rel_dir`, as systemd leaves a
+        slice no unit asked it for: its files go, cgroup.controllers drops it, cpu.stat
+        keeps only the usage keys."""
+        assert self.version is CgroupVersion.V2, "controllers are per cgroup on v2 only"
+        self.disabled[rel_dir] = self.disabled.get(rel_dir, frozenset()) | {controller}
+        self.write_values(rel_dir, self.values.get(rel_dir, CgroupValues()))
 
     def ensure(self, rel_dir: PurePosixPath) -> None:
         """Give `rel_dir` and its parents default values unless they have some."""

@@ -21,6 +21,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "e2e: needs real nodes (kubelet + containerd, root; hack/node-setup.sh)"
     )
+    config.addinivalue_line(
+        "markers",
+        "cgroupv2vm: boots the cgroup v2 + systemd VM (testbed.vm, root, QEMU); "
+        "make e2e-cgroupv2 builds its image",
+    )
 
 
 def _binaries() -> controlplane.Binaries:
