@@ -46,7 +46,9 @@ def make_routes() -> dict[str, Any]:
     for name, cpu in (("n1", "3"), ("n2", "500m")):
         view.on_node("ADDED", None, view.project_node(make_node_dict(name)))
         view.on_metric("ADDED", None, view.project_metric(make_nodemetric_dict(name, node_cpu=cpu)))
-    return dict(server.routes(view, server.Telemetry(CollectorRegistry(), view)))
+    registry = CollectorRegistry()
+    framework = server.as_framework(view, registry)
+    return dict(server.routes(framework, server.Telemetry(registry)))
 
 
 ROUTES = make_routes()
