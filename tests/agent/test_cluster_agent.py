@@ -105,6 +105,7 @@ def test_nodeslo_drives_cpu_suppress_in_the_fake_tree(
         "metriccache",
         "qosmanager",
         "qosmanager/BECPUSuppress",
+        "qosmanager/BatchResource",
         "qosmanager/CPUBurst",
         "reporter",
         "states/node",

@@ -28,7 +28,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import cgroups
-from agent import config, features, standalone
+from agent import assembly, config, features
 from agent import kinds as agent_kinds
 from agent.schedule import SystemClock
 from metriccache import MetricCache, Sample, kinds
@@ -129,7 +129,7 @@ def _process_cpu_seconds(pid: int) -> float:
     return procfs.ticks_to_seconds(procfs.read_pid_stat(pid).cpu_ticks)
 
 
-def _agent(tmp_path: Path, *, psi: bool = False) -> standalone.Agent:
+def _agent(tmp_path: Path, *, psi: bool = False) -> assembly.Agent:
     cfg = config.AgentConfig(
         node_name="vm",
         cgroup_root=CGROUP_ROOT,
@@ -139,7 +139,7 @@ def _agent(tmp_path: Path, *, psi: bool = False) -> standalone.Agent:
         feature_gates=features.parse(f"PSICollector={'true' if psi else 'false'}"),
         standalone=True,
     )
-    return standalone.assemble(cfg, CollectorRegistry(), SystemClock(), flush_interval=None)
+    return assembly.assemble(cfg, CollectorRegistry(), SystemClock(), flush_interval=None)
 
 
 def _cores(fs: cgroups.CgroupFS, rel: PurePosixPath, seconds: float) -> float:

@@ -5,11 +5,14 @@ CPU, as the kernel counts it, drops."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kube import slo
+from kube import rest, slo
+from manager import render
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster
 from tests.e2e.test_pod_usage import agent_on
@@ -24,6 +27,43 @@ def _rate(usage_file: Path, seconds: float) -> float:
     before, start = int(usage_file.read_text()), time.monotonic()
     time.sleep(seconds)
     return (int(usage_file.read_text()) - before) / 1e9 / (time.monotonic() - start)
+
+
+def _write_nodeslo(kube: rest.Rest, spec: dict[str, Any]) -> Callable[[], None]:
+    """NODE's NodeSLO set by hand to `spec`; the function that puts back what was there.
+
+    A nodeqos-manager installed by an earlier e2e test may have rendered one
+    already (and would render it again): the opt-out annotation keeps its hands
+    off this one until it is restored.
+    """
+    path = f"/apis/{slo.API_VERSION}/nodeslos/{NODE}"
+    try:
+        previous: dict[str, Any] | None = kube.get(path)
+    except rest.ApiError as err:
+        if err.status != 404:
+            raise
+        previous = None
+    body: dict[str, Any] = {
+        "apiVersion": slo.API_VERSION,
+        "kind": "NodeSLO",
+        "metadata": {"name": NODE, "annotations": {render.OPT_OUT_ANNOTATION: "false"}},
+        "spec": spec,
+    }
+    if previous is None:
+        kube.create(f"/apis/{slo.API_VERSION}/nodeslos", body)
+    else:
+        body["metadata"]["resourceVersion"] = previous["metadata"]["resourceVersion"]
+        kube.replace(path, body)
+
+    def restore() -> None:
+        if previous is None:
+            kube.delete(path)
+            return
+        current = kube.get(path)
+        previous["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        kube.replace(path, previous)
+
+    return restore
 
 
 def test_be_cpu_suppress_caps_a_real_best_effort_pod(
@@ -50,19 +90,14 @@ def test_be_cpu_suppress_caps_a_real_best_effort_pod(
     )
     assert (cpu / "cpu.cfs_quota_us").read_text().strip() == "-1"  # the kubelet leaves BE unlimited
     unsuppressed = _rate(be_usage, 5)
-    kube.create(
-        f"/apis/{slo.API_VERSION}/nodeslos",
+    restore = _write_nodeslo(
+        kube,
         {
-            "apiVersion": slo.API_VERSION,
-            "kind": "NodeSLO",
-            "metadata": {"name": NODE},
-            "spec": {
-                "resourceUsedThresholdWithBE": {
-                    "enable": True,
-                    "cpuSuppressThresholdPercent": 40,
-                    "cpuSuppressPolicy": "cfsQuota",
-                }
-            },
+            "resourceUsedThresholdWithBE": {
+                "enable": True,
+                "cpuSuppressThresholdPercent": 40,
+                "cpuSuppressPolicy": "cfsQuota",
+            }
         },
     )
     try:
@@ -81,7 +116,7 @@ def test_be_cpu_suppress_caps_a_real_best_effort_pod(
             suppressed = _rate(be_usage, 5)
             agent_log = log_path.read_text(errors="replace")
     finally:
-        kube.delete(f"/apis/{slo.API_VERSION}/nodeslos/{NODE}")
+        restore()
     # 40 % of the node's CPUs minus what the LS pod and the rest of the machine use.
     assert quota < 0.4 * node_cpus(real_cluster) * period, (quota, period)
     assert suppressed <= quota / period + 0.05, (suppressed, quota, period)
