@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kube import rest, selectors
@@ -251,3 +252,30 @@ def apply(client: rest.Rest, doc: Mapping[str, Any], *, dry_run: bool = False) -
     except rest.ApiError as err:
         if not err.conflict:
             raise
+
+
+def wait_drained(
+    remaining: Callable[[], int],
+    what: str,
+    *,
+    stall_timeout: float,
+    interval: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], object] = time.sleep,
+) -> None:
+    """Wait until `remaining()` (objects still terminating) is 0, as long as it progresses.
+
+    A busy machine can take minutes to stop many pods, so there is no fixed total
+    deadline: each drop of the count restarts the `stall_timeout` s one. A count that
+    stays up (or grows) that long is stuck, and TimeoutError names `what` and the count.
+    """
+    left = remaining()
+    progressed = clock()
+    while left:
+        if clock() - progressed > stall_timeout:
+            raise TimeoutError(f"{what}: {left} still there, no progress in {stall_timeout:.0f}s")
+        sleep(interval)
+        now_left = remaining()
+        if now_left < left:
+            progressed = clock()
+        left = now_left

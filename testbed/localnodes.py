@@ -107,9 +107,20 @@ def _cgroup_dirs(name: str) -> list[Path]:
     return [h / f"nodeqos-{name}" for h in hierarchies]
 
 
+# cpu.shares of a node's cgroup root. The kubelet gives its `kubepods` 1024
+# shares per allocatable core, but those only weigh against kubepods' siblings
+# inside this root; the root itself competes at the top level with every other
+# process on the shared machine (1024 each), so at load 10-18 a node's pods got
+# a small fraction of a core. The v1 maximum makes the pods win against the
+# host's noise as on a real node; their own limits and quotas still cap them.
+NODE_ROOT_SHARES = 262_144
+
+
 def _make_cgroup_root(name: str) -> None:
     for directory in _cgroup_dirs(name):
         directory.mkdir(exist_ok=True)
+        if (directory / "cpu.shares").is_file():
+            (directory / "cpu.shares").write_text(str(NODE_ROOT_SHARES))
         if directory.parent.name == "cpuset":
             # A new v1 cpuset is empty; tasks cannot join it until it has cpus and mems.
             for knob in ("cpuset.cpus", "cpuset.mems"):

@@ -37,6 +37,10 @@ SYSTEM_MEMORY = int(1.6 * GIB)  # 10% of 16Gi, as SCENARIOS.md assumes
 SYSTEM_CPU_CORES = 0.02  # the node's own daemons, charged to system usage
 
 
+# cpu.shares of the demo's top-level cgroup (the v1 maximum): see Node.__init__.
+DEMO_ROOT_SHARES = 262_144
+
+
 def real_cgroups_writable() -> bool:
     """Whether cgroup v1 cpu, cpuacct and memory hierarchies can be written here."""
     probe = f"nodeqos-probe-{uuid.uuid4().hex[:8]}"
@@ -96,6 +100,12 @@ class NodeTree:
         for subsystem in SUBSYSTEMS:
             target = self._real_roots[subsystem] if real else self.cgroup_root / f"{subsystem}.d"
             target.mkdir(parents=True)
+            if real and (target.parent / "cpu.shares").is_file():
+                # As a kubelet gives kubepods shares so pods win against the host's other
+                # processes: the demo's root competes at the top level with everything else
+                # on the shared machine (1024 shares each), where at load 10-18 a node's
+                # busy pods got a fraction of their quota. Their quotas still cap them.
+                (target.parent / "cpu.shares").write_text(str(DEMO_ROOT_SHARES))
             (self.cgroup_root / subsystem).symlink_to(target)
             for qos in ("", "burstable", "besteffort"):
                 self._mkdir(subsystem, Path("kubepods", qos))
