@@ -6,7 +6,7 @@ at v0.36.0) reads a node's cpu and memory from its NodeMetrics and a pod's
 from its PodMetrics (the sum over its containers; a container missing a
 resource makes the pod's usage unknown). nodeqos lists both once per cycle
 (two requests, not one GET per pod) and reads the values as metrics-server
-reports them, without upstream's collector smoothing (see docs/usage-sources.md).
+reports them, without upstream's collector smoothing (see docs/references-2026.md).
 """
 
 from __future__ import annotations
