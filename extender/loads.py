@@ -354,7 +354,11 @@ def metric_projector(args: LoadAwareArgs) -> Callable[[Mapping[str, Any]], Metri
             node=metric.name,
             update_time=status.update_time.timestamp() if status.update_time else None,
             report_interval=interval,
-            node_usage=None if info is None else vector(info.node_usage, names),
+            # An empty nodeUsage is "not measured yet" (an agent that has just
+            # started), not zero: Koordinator reads it as an idle node.
+            node_usage=None
+            if info is None or not info.node_usage
+            else vector(info.node_usage, names),
             system_usage=vector(info.system_usage, names)
             if info is not None
             else (0,) * len(names),

@@ -11,6 +11,7 @@ May import: `extender.loads`, `extender.args` (and through them `kube`).
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,41 @@ from extender.args import LoadAwareArgs
 from extender.loads import MetricLoad, NodeCapacity, PodLoad, Thresholds, Vector
 
 log = logging.getLogger(__name__)
+
+
+class Source(enum.Enum):
+    """What a node's load is read from (the filter reasons, the debug log and
+    `nodeqos_extender_nodes{source}` say which).
+
+    A node whose agent has just started publishes a NodeMetric without usage, or
+    without the aggregate the thresholds ask for; Koordinator reads an empty
+    `nodeUsage` as zero, i.e. an idle node. nodeqos falls back to what the node
+    has instead, and never reads "no data" as "idle".
+    """
+
+    METRIC = "metric"  # the usage (or aggregate) the thresholds ask for
+    NODE_USAGE = "nodeUsage"  # an aggregate was asked for but is not there yet: the instant usage
+    ESTIMATE_NO_USAGE = "estimate-no-usage"  # NodeMetric without nodeUsage: Σ pod estimates
+    ESTIMATE_NO_METRIC = "estimate-no-nodemetric"  # no NodeMetric at all: Σ pod estimates
+    ESTIMATE_EXPIRED = "estimate-expired"  # NodeMetric expired: Σ pod estimates
+
+    @property
+    def estimated(self) -> bool:
+        return self.value.startswith("estimate")
+
+    @property
+    def note(self) -> str:
+        """The suffix a filter reason carries for a fallback source ("" for METRIC)."""
+        return _NOTES[self]
+
+
+_NOTES = {
+    Source.METRIC: "",
+    Source.NODE_USAGE: " (aggregate not reported yet: instant nodeUsage)",
+    Source.ESTIMATE_NO_USAGE: " (NodeMetric has no nodeUsage yet: estimated from pod requests)",
+    Source.ESTIMATE_NO_METRIC: " (no NodeMetric: estimated from pod requests)",
+    Source.ESTIMATE_EXPIRED: " (NodeMetric expired: estimated from pod requests)",
+}
 
 
 @dataclass(slots=True)
@@ -34,7 +70,15 @@ class NodeLoad:
     departed: Vector  # usage of pods in podsMetric that have left
     delta: Vector  # estimates the NodeMetric has not seen yet
     estimated: Vector  # every bound pod's full estimate (when the NodeMetric has no usage)
+    prod_estimated: Vector  # the prod pods' part of `estimated`
     pods: int
+
+    @property
+    def source(self) -> Source:
+        """Where the instant usage comes from (expiry aside: the view knows the time)."""
+        if self.metric is None:
+            return Source.ESTIMATE_NO_METRIC
+        return Source.ESTIMATE_NO_USAGE if self.used is None else Source.METRIC
 
 
 def compute(
@@ -60,7 +104,7 @@ def compute(
         except (ValueError, TypeError) as err:
             log.warning("node %s: ignoring %s: %s", name, loads.ANNOTATION_USAGE_THRESHOLDS, err)
     zero: Vector = (0,) * len(names)
-    delta = prod_delta = estimated = departed = zero
+    delta = prod_delta = estimated = prod_estimated = departed = zero
     prod_used = zero
     if metric is not None and args.prod_usage_include_sys:
         prod_used = metric.system_usage
@@ -86,6 +130,7 @@ def compute(
             delta = loads.add(delta, loads.excess(pod.estimate, measured))
         if not pod.prod:
             continue
+        prod_estimated = loads.add(prod_estimated, pod.estimate)
         active = metric is not None and pod.key in metric.prod_pods and measured is not None
         if active:
             prod_used = loads.add(prod_used, measured)  # type: ignore[arg-type]
@@ -105,19 +150,26 @@ def compute(
         departed=departed,
         delta=delta,
         estimated=estimated,
+        prod_estimated=prod_estimated,
         pods=len(pods),
     )
 
 
-def aggregated(node: NodeLoad, key: loads.AggKey) -> Vector:
-    """An aggregated usage with the same corrections as the instant one."""
-    assert node.metric is not None
+def aggregated(node: NodeLoad, key: loads.AggKey) -> tuple[Vector, Source]:
+    """An aggregated usage with the same corrections as the instant one, and its source.
+
+    Not reported yet (an agent that has just started has no full window): the
+    instant usage, else the pods' estimates. Koordinator falls back to the
+    instant usage only for duration 0 and to the estimates otherwise; an instant
+    measurement plus the estimates of pods it has not seen is closer to the truth
+    than requests alone (docs/deviations.md `loadaware-fallback`).
+    """
+    if node.metric is None or node.used is None:
+        return node.estimated, node.source
     base = node.metric.aggregated.get(key)
-    if base is None and key[1] == 0:
-        base = node.metric.node_usage
     if base is None:
-        return node.estimated
-    return loads.add(loads.sub_floor(base, node.departed), node.delta)
+        return node.used, Source.NODE_USAGE
+    return loads.add(loads.sub_floor(base, node.departed), node.delta), Source.METRIC
 
 
 def fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:

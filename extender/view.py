@@ -37,7 +37,7 @@ from typing import Any
 from extender import loads, nodeload
 from extender.args import LoadAwareArgs
 from extender.loads import MetricLoad, NodeCapacity, PodLoad, Vector
-from extender.nodeload import NodeLoad
+from extender.nodeload import NodeLoad, Source
 from kube import cache, rest
 
 log = logging.getLogger(__name__)
@@ -96,10 +96,11 @@ class ClusterView:
         self._extra: dict[str, tuple[Vector, Vector]] = {}
         self._nodes: dict[str, NodeLoad] = {}
         # What the verbs' hot loops read, one tuple per node, kept up to date with the
-        # node and its expectations: (metric expires at, caps, has prod thresholds)
-        # where caps[i] is the estimate of resource i the node can still take, and
-        # (metric expires at, used incl. expectations, allocatable) for scoring.
-        self._filter_rows: dict[str, tuple[float, tuple[float, ...], bool]] = {}
+        # node and its expectations: (metric expires at, caps, has prod thresholds,
+        # caps on the estimates alone) where caps[i] is the estimate of resource i the
+        # node can still take (the last is what an expired NodeMetric falls back to),
+        # and (metric expires at, used incl. expectations, allocatable) for scoring.
+        self._filter_rows: dict[str, tuple[float, tuple[float, ...], bool, tuple[float, ...]]] = {}
         self._score_rows: dict[str, tuple[float, Vector, Vector]] = {}
         # (estimate, prod) -> node -> answer; see `_cache`
         self._verdicts: dict[tuple[Vector, bool], dict[str, Any]] = {}
@@ -182,7 +183,8 @@ class ClusterView:
         row = self._filter_rows.get(name)
         if row is not None:
             caps = tuple(c - e for c, e in zip(row[1], share, strict=True))
-            self._filter_rows[name] = (row[0], caps, row[2])
+            fallback = tuple(c - e for c, e in zip(row[3], share, strict=True))
+            self._filter_rows[name] = (row[0], caps, row[2], fallback)
         scored = self._score_rows.get(name)
         if scored is not None:
             self._score_rows[name] = (scored[0], loads.add(scored[1], share), scored[2])
@@ -190,26 +192,35 @@ class ClusterView:
     def _update_rows(self, name: str) -> None:
         self._invalidate(name)
         node = self._nodes.get(name)
-        if node is None or node.metric is None or node.used is None:
+        if node is None:
             self._filter_rows.pop(name, None)
+            self._score_rows.pop(name, None)
+            return
+        extra = self._extra.get(name)
+        thresholds = node.thresholds
+        limits = thresholds.aggregated if thresholds.aggregated is not None else thresholds.usage
+        estimated = node.estimated if extra is None else loads.add(node.estimated, extra[0])
+        fallback = _caps(limits, node.allocatable, estimated)
+        if node.metric is None:
+            # No agent (yet): judged on the pods' estimates, never as idle; Koordinator
+            # passes it unjudged and scores it 0, as nodeqos does.
+            self._filter_rows[name] = (math.inf, fallback, thresholds.has_prod, fallback)
             self._score_rows.pop(name, None)
             return
         update = node.metric.update_time
         expires = -math.inf if update is None else update + self.args.node_metric_expiration_seconds
-        extra = self._extra.get(name)
-        thresholds = node.thresholds
+        if node.used is None:  # a NodeMetric without usage yet: the estimates, as Koordinator
+            self._filter_rows[name] = (expires, fallback, thresholds.has_prod, fallback)
+            self._score_rows[name] = (expires, estimated, node.allocatable)
+            return
         if thresholds.aggregated is not None:
-            limits, used = thresholds.aggregated, nodeload.aggregated(node, thresholds.aggregation)
+            used = nodeload.aggregated(node, thresholds.aggregation)[0]
         else:
-            limits, used = thresholds.usage, node.used
+            used = node.used
         if extra is not None:
             used = loads.add(used, extra[0])
-        # round(x * 100 / total) > limit  <=>  x >= (limit + 0.5) * total / 100
-        caps = tuple(
-            math.inf if limit == 0 or total == 0 else (limit + 0.5) * total / 100 - amount
-            for limit, total, amount in zip(limits, node.allocatable, used, strict=True)
-        )
-        self._filter_rows[name] = (expires, caps, thresholds.has_prod)
+        caps = _caps(limits, node.allocatable, used)
+        self._filter_rows[name] = (expires, caps, thresholds.has_prod, fallback)
         scored = node.used if extra is None else loads.add(node.used, extra[0])
         self._score_rows[name] = (expires, scored, node.allocatable)
 
@@ -250,7 +261,8 @@ class ClusterView:
             if capacity is None:
                 self._nodes.pop(name, None)
                 continue
-            self._nodes[name] = nodeload.compute(
+            before = self._nodes.get(name)
+            self._nodes[name] = computed = nodeload.compute(
                 capacity,
                 self._metrics.get(name),
                 list(self._pods.get(name, {}).values()),
@@ -259,6 +271,8 @@ class ClusterView:
                 seen=self._seen,
                 now=now,
             )
+            if before is None or before.source is not computed.source:
+                log.debug("node %s: load read from %s", name, computed.source.value)
         for name in self._dirty:
             self._update_rows(name)
         self._dirty.clear()
@@ -316,17 +330,18 @@ class ClusterView:
 
         def judge(name: str) -> str | None:
             row = rows.get(name)
-            if row is None:  # no NodeMetric (or no usage in it): never blocked
+            if row is None:  # not a node we know (no Node seen): nothing to judge on
                 return None
-            expires, caps, has_prod = row
-            if now >= expires and check_expiry:
-                if args.enable_schedule_when_node_metrics_expired:
-                    return None
-                metric = self._nodes[name].metric
-                return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
+            expires, caps, has_prod, fallback = row
+            expired = now >= expires and check_expiry
+            if expired:
+                if not args.enable_schedule_when_node_metrics_expired:
+                    metric = self._nodes[name].metric
+                    return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
+                caps = fallback  # Koordinator passes it unjudged; nodeqos judges the estimates
             if not (prod and has_prod) and fits(caps):
                 return None
-            return self._over(name, self._nodes[name], pod, estimate)
+            return self._over(name, self._nodes[name], pod, estimate, expired=expired)
 
         return judge
 
@@ -367,17 +382,25 @@ class ClusterView:
         limit = self.args.node_metric_expiration_seconds
         return f"node {name}: NodeMetric expired (last updated {age}s ago, limit {limit}s)"
 
-    def _over(self, name: str, node: NodeLoad, pod: PodLoad, estimate: Vector) -> str | None:
+    def _over(
+        self, name: str, node: NodeLoad, pod: PodLoad, estimate: Vector, *, expired: bool
+    ) -> str | None:
         thresholds = node.thresholds
+        source = Source.ESTIMATE_EXPIRED if expired else node.source
         what = "usage"
         if pod.prod and thresholds.has_prod:
-            limits, used, what = thresholds.prod, node.prod_used, "prod usage"
+            limits, what = thresholds.prod, "prod usage"
+            used = node.prod_estimated if source.estimated else node.prod_used
         elif thresholds.aggregated is not None:
             limits = thresholds.aggregated
-            used = nodeload.aggregated(node, thresholds.aggregation)
+            if source.estimated:
+                used = node.estimated
+            else:
+                used, source = nodeload.aggregated(node, thresholds.aggregation)
             what = f"{thresholds.aggregation[0]} usage"
         else:
-            limits, used = thresholds.usage, node.used  # type: ignore[assignment]
+            limits = thresholds.usage
+            used = node.estimated if source.estimated else node.used  # type: ignore[assignment]
         extra = self._extra.get(name)
         if extra is not None:
             used = loads.add(used, extra[1] if what == "prod usage" else extra[0])
@@ -390,7 +413,10 @@ class ClusterView:
             # "percent", not "%": kube-scheduler formats the reasons it puts in the
             # FailedScheduling event, and a bare % there renders as "%!>(MISSING)".
             if percent > limit:
-                return f"node {name}: {self.names[i]} {what} {percent} percent > threshold {limit} percent"
+                return (
+                    f"node {name}: {self.names[i]} {what} {percent} percent"
+                    f" > threshold {limit} percent{source.note}"
+                )
         return None
 
     def prioritize(self, pod: PodLoad, names: Sequence[str]) -> list[tuple[str, int]]:
@@ -454,14 +480,14 @@ class ClusterView:
         now: float,
     ) -> Vector | None:
         """The usage prioritize scores on, or None when the node scores 0 (no fresh metric)."""
-        if node is None or node.metric is None or node.used is None:
-            return None
-        if self._expired(node.metric, now):
-            return None
-        if prod:
+        if node is None or node.metric is None or self._expired(node.metric, now):
+            return None  # Koordinator scores these nodes 0
+        if node.used is None:  # measured nothing yet: the estimates (Koordinator's fallback)
+            used = node.prod_estimated if prod else node.estimated
+        elif prod:
             used = node.prod_used
         elif score_key is not None:
-            used = nodeload.aggregated(node, score_key)
+            used = nodeload.aggregated(node, score_key)[0]
         else:
             used = node.used
         extra = self._extra.get(name)
@@ -470,6 +496,22 @@ class ClusterView:
         return used
 
     # -- introspection ------------------------------------------------------------
+
+    def sources(self) -> dict[Source, int]:
+        """How many nodes the filter judges on each source now (`nodeqos_extender_nodes`)."""
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            counts = dict.fromkeys(Source, 0)
+            for node in self._nodes.values():
+                source = node.source
+                if node.metric is not None and source is Source.METRIC:
+                    if self.args.filter_expired_node_metrics and self._expired(node.metric, now):
+                        source = Source.ESTIMATE_EXPIRED
+                    elif node.thresholds.aggregated is not None:
+                        source = nodeload.aggregated(node, node.thresholds.aggregation)[1]
+                counts[source] += 1
+            return counts
 
     def node_usage(self, name: str) -> Mapping[str, int] | None:
         """The usage a verb would see on `name` without the incoming pod (for tests and logs)."""
@@ -481,6 +523,15 @@ class ClusterView:
             extra = self._extra.get(name)
             used = node.used if extra is None else loads.add(node.used, extra[0])
             return dict(zip(self.names, used, strict=True))
+
+
+def _caps(limits: Sequence[int], allocatable: Vector, used: Vector) -> tuple[float, ...]:
+    """Per resource, the estimate the node can still take under its threshold."""
+    # round(x * 100 / total) > limit  <=>  x >= (limit + 0.5) * total / 100
+    return tuple(
+        math.inf if limit == 0 or total == 0 else (limit + 0.5) * total / 100 - amount
+        for limit, total, amount in zip(limits, allocatable, used, strict=True)
+    )
 
 
 def informers(

@@ -180,8 +180,11 @@ class ControlPlane:
         nodes: Sequence[str] = (),
         bind_address: str = "127.0.0.1",
         apiserver_feature_gates: Mapping[str, bool] | None = None,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         self._binaries = binaries
+        # Extra kube-apiserver flags (the aggregation layer's front-proxy, for one).
+        self._apiserver_extra = tuple(apiserver_args)
         # For tests of clients against a server without a feature (WatchList off, say).
         self._apiserver_feature_gates = dict(apiserver_feature_gates or {})
         # 127.0.0.1 keeps the API server off the network; real nodes (testbed.localnodes)
@@ -588,6 +591,7 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             f"--cert-dir={pki}",
             *self._feature_gates_flag(),
+            *self._apiserver_extra,
             "--v=0",
         ]
 

@@ -375,6 +375,7 @@ def running_nodes(
     workdir: Path,
     images: Sequence[Path] = (),
     binaries: NodeBinaries | None = None,
+    kubelet_extra: Mapping[str, Any] | None = None,
 ) -> Iterator[list[LocalNode]]:
     """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
 
@@ -386,7 +387,15 @@ def running_nodes(
     nodes: list[LocalNode] = []
     with machinelock.held(), contextlib.ExitStack() as cleanup:
         cleanup.callback(_stop_all, nodes)
-        _start_all(plane, names, nodes, workdir=workdir, images=all_images, binaries=binaries)
+        _start_all(
+            plane,
+            names,
+            nodes,
+            workdir=workdir,
+            images=all_images,
+            binaries=binaries,
+            kubelet_extra=kubelet_extra,
+        )
         yield nodes
 
 
@@ -398,10 +407,17 @@ def _start_all(
     workdir: Path,
     images: Sequence[Path],
     binaries: NodeBinaries,
+    kubelet_extra: Mapping[str, Any] | None = None,
 ) -> None:
     for index, name in enumerate(names, start=1):
         node = LocalNode(
-            plane, name, index, binaries=binaries, workdir=workdir / name, images=images
+            plane,
+            name,
+            index,
+            binaries=binaries,
+            workdir=workdir / name,
+            images=images,
+            kubelet_extra=kubelet_extra,
         )
         node.start()
         nodes.append(node)

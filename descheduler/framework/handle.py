@@ -14,7 +14,10 @@ plugins (every factory receives it):
 - `client`: the API client, for plugins that keep objects of their own in the
   cluster (MigrationController's PodMigrationJobs); None offline (`simulate`,
   the daemon's start-up check build), where such a plugin must still build;
-- `recorder`: the Event recorder the eviction backends use, or None.
+- `recorder`: the Event recorder the eviction backends use, or None;
+- `sources`: the actual-usage readers the policy's `metricsProviders`
+  configure (metrics-server, Prometheus), for LowNodeUtilization /
+  HighNodeUtilization `metricsUtilization`; empty offline.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from descheduler import usagesources
 from descheduler.framework.cycle import Decisions
 from descheduler.framework.interfaces import Clock, Evictor
 from descheduler.framework.snapshot import Snapshot
+from descheduler.usagesources import Sources
 from kube import events, rest
 
 
@@ -38,3 +43,4 @@ class Handle:
     dry_run: bool = False
     client: rest.Rest | None = None
     recorder: events.Recorder | None = None
+    sources: Sources = usagesources.NONE

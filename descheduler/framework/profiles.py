@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from descheduler import config
+from descheduler import config, usagesources
 from descheduler.config import ExtensionPoint
 from descheduler.framework.cycle import CycleCell, Decisions
 from descheduler.framework.evictor import EvictionCore, EvictorProxy
@@ -44,6 +44,7 @@ from descheduler.framework.interfaces import (
 from descheduler.framework.metrics import Metrics
 from descheduler.framework.registry import Registry, RegistryError
 from descheduler.framework.report import PluginFailure
+from descheduler.usagesources import Sources
 from kube import events, rest, selectors
 
 _UNSUPPORTED = (ExtensionPoint.PRE_SORT, ExtensionPoint.SORT)
@@ -91,6 +92,7 @@ class _Shared:
     clock: Clock
     client: rest.Rest | None
     recorder: events.Recorder | None
+    sources: Sources
 
 
 @dataclass(slots=True)
@@ -124,6 +126,7 @@ def build_profiles(
     clock: Clock,
     client: rest.Rest | None = None,
     recorder: events.Recorder | None = None,
+    sources: Sources = usagesources.NONE,
 ) -> Built:
     """Every profile built, or one StartupError listing every problem.
 
@@ -131,7 +134,7 @@ def build_profiles(
     A profile with a broken plugin is left out (`Built.disabled`); when no
     profile is left, the broken plugins are the StartupError's problems.
     """
-    shared = _Shared(registry, core, cell, metrics, clock, client, recorder)
+    shared = _Shared(registry, core, cell, metrics, clock, client, recorder, sources)
     outcomes = [
         _build(profile, f"profiles[{position}] ({profile.name})", shared)
         for position, profile in enumerate(profiles)
@@ -161,6 +164,7 @@ def _build(profile: config.Profile, where: str, shared: _Shared) -> _Outcome:
         dry_run=shared.core.dry_run,
         client=shared.client,
         recorder=shared.recorder,
+        sources=shared.sources,
     )
     outcome = _Outcome()
     instances: dict[str, object] = {}

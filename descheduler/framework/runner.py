@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from descheduler import config, features
+from descheduler import config, features, usagesources
 from descheduler.config import ExtensionPoint
 from descheduler.evictions import Backend
 from descheduler.framework.background import BackgroundRequests
@@ -102,12 +102,14 @@ class Runner:
         client: rest.Rest | None = None,
         recorder: events.Recorder | None = None,
         gates: features.Gates | None = None,
+        sources: usagesources.Sources | None = None,
     ) -> Runner:
         """Build every profile (raises `StartupError` listing every problem).
 
         `client` and `recorder` are handed to plugins through their Handle
         (MigrationController needs both); leave them None offline. `gates`
-        defaults to every feature gate's default.
+        defaults to every feature gate's default. `sources` (the actual-usage
+        readers) default to what `cfg.metricsProviders` asks for over `client`.
         """
         gates = gates if gates is not None else features.Gates()
         cell = CycleCell()
@@ -135,6 +137,9 @@ class Runner:
             clock=clock,
             client=client,
             recorder=recorder,
+            sources=sources
+            if sources is not None
+            else usagesources.from_policy(cfg, client, clock=lambda: clock().timestamp()),
         )
         return cls(
             built.profiles,

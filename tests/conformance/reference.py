@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from descheduler import usagesources
 from descheduler.framework import CycleReport
 from kube import objects, quantity, slo
 from kube.classify import KubeQOS
@@ -413,8 +414,12 @@ def run(
     metrics: Sequence[slo.NodeMetric] = (),
     *,
     now: datetime = NOW,
+    sources: usagesources.Sources | None = None,
 ) -> CycleReport:
-    """One real cycle (dry-run off, the fake eviction backend) over the case's cluster."""
+    """One real cycle (dry-run off, the fake eviction backend) over the case's cluster.
+
+    `sources`: the actual-usage readers (metrics-server, Prometheus) the plugin gets.
+    """
     point, name, args = profile.one()
     return fakes.run_plugin(
         name,
@@ -425,6 +430,7 @@ def run(
         evictor=profile.evictor,
         clock=fakes.FixedClock(now),
         node_metrics=metrics,
+        sources=sources,
         **profile.top,
     )
 

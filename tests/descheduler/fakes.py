@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
-from descheduler import config, features, framework, plugins
+from descheduler import config, features, framework, plugins, usagesources
 from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.evictions import EvictOptions
 from descheduler.framework import Handle, Snapshot
@@ -175,6 +175,7 @@ def harness(
     backend: FakeBackend | None = None,
     clock: FixedClock | None = None,
     gates: features.Gates | None = None,
+    sources: usagesources.Sources | None = None,
 ) -> Harness:
     cfg = config.decode_configuration(raw, plugins=registry.catalog())
     metrics_registry = CollectorRegistry()
@@ -182,7 +183,14 @@ def harness(
     backend = backend or FakeBackend()
     clock = clock or FixedClock()
     runner = framework.Runner.from_config(
-        cfg, registry, source=source, backend=backend, metrics=metrics, clock=clock, gates=gates
+        cfg,
+        registry,
+        source=source,
+        backend=backend,
+        metrics=metrics,
+        clock=clock,
+        gates=gates,
+        sources=sources,
     )
     h = Harness(runner, backend, source, metrics_registry, clock)
     h.metrics = metrics
@@ -219,6 +227,7 @@ def run_plugin(
     evictor: Mapping[str, Any] | None = None,
     backend: FakeBackend | None = None,
     clock: FixedClock | None = None,
+    sources: usagesources.Sources | None = None,
     **state_and_top: Any,
 ) -> framework.CycleReport:
     """One cycle of `plugin_policy(...)` over a StaticSource (nodes n1, n2 by default).
@@ -234,7 +243,9 @@ def run_plugin(
         pods=list(pods),
         **state,
     )
-    return harness(raw, plugins.registry(), source, backend=backend, clock=clock).runner.run_once()
+    return harness(
+        raw, plugins.registry(), source, backend=backend, clock=clock, sources=sources
+    ).runner.run_once()
 
 
 _SOURCE_FIELDS = frozenset({"node_metrics", "namespaces", "pdbs", "priority_classes"})

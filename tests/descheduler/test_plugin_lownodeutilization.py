@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from descheduler import framework
 from descheduler.framework import CycleReport, Reason
 from descheduler.plugins.lownodeutilization import classify, order
 from kube import objects, slo
@@ -254,10 +253,17 @@ def test_unschedulable_low_node_is_no_destination() -> None:
     assert notes(report) == [("no_destination", "no underutilized nodes")]
 
 
-def test_metrics_utilization_is_refused_at_start() -> None:
-    """metricsUtilization (metrics-server, Prometheus) is not supported: start-up fails."""
-    with pytest.raises(framework.StartupError, match="metricsUtilization is not supported"):
-        run(d7_pods(), {**D7_ARGS, "metricsUtilization": {"source": "KubernetesMetrics"}})
+def test_metrics_utilization_without_a_reachable_source_moves_nothing() -> None:
+    """metricsUtilization offline (no metrics-server source): noted, nothing judged or evicted."""
+    report = run(d7_pods(), {**D7_ARGS, "metricsUtilization": {"source": "KubernetesMetrics"}})
+    assert report.evicted_pods == []
+    assert notes(report) == [
+        (
+            "metrics_expired",
+            "cannot read KubernetesMetrics usage (no metrics-server source (offline));"
+            " no node is judged this cycle",
+        )
+    ]
 
 
 # -- useNodeMetrics ------------------------------------------------------------------------

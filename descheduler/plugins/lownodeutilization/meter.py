@@ -13,6 +13,10 @@
   and this plugin see each other's moves. A node without a fresh NodeMetric is
   `unknown`: neither source nor destination. A pod the NodeMetric does not
   report has unknown usage (`of_pod` is None).
+- `MetricsServerUsage` (upstream's `metricsUtilization` KubernetesMetrics):
+  cpu and memory from metrics-server's NodeMetrics and PodMetrics.
+- `PrometheusUsage` (upstream's `metricsUtilization` Prometheus): one
+  `MetricResource` percentage per node from a query.
 
 Both read the snapshot each time they are asked, so they always answer with
 the projection as it stands.
@@ -24,12 +28,20 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from descheduler import usagesources
 from descheduler.framework import Snapshot
 from descheduler.plugins.lownodeload import usage
 from kube import objects, quantity
 from kube.quantity import Resources
 
-__all__ = ["NODE_METRIC_EXPIRATION", "Meter", "NodeMetrics", "Requests"]
+__all__ = [
+    "NODE_METRIC_EXPIRATION",
+    "Meter",
+    "MetricsServerUsage",
+    "NodeMetrics",
+    "PrometheusUsage",
+    "Requests",
+]
 
 # LowNodeLoad's default nodeMetricExpirationSeconds (docs/design.md, "LowNodeLoad's
 # node load"); LowNodeUtilization has no field of its own for it.
@@ -38,7 +50,13 @@ _ONE_POD = Resources({quantity.PODS: 1})
 
 
 class Meter(Protocol):
-    """A way of measuring how full nodes are and how much a pod takes."""
+    """A way of measuring how full nodes are and how much a pod takes.
+
+    `unconstrained`: the measure says nothing about pods, so an eviction does not
+    lower its node's measure (upstream's "unconstrained resource eviction").
+    """
+
+    unconstrained: bool
 
     @property
     def unknown(self) -> Mapping[str, str]:
@@ -59,6 +77,8 @@ class Meter(Protocol):
 class Requests:
     """Pod requests against allocatable (kube-scheduler's accounting)."""
 
+    unconstrained = False
+
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
         self.unknown: Mapping[str, str] = {}
@@ -78,6 +98,8 @@ class Requests:
 
 class NodeMetrics:
     """NodeMetric usage for cpu and memory, requests for the rest."""
+
+    unconstrained = False
 
     def __init__(
         self,
@@ -121,3 +143,79 @@ class NodeMetrics:
     def usage_of(self, pod: objects.Pod) -> Resources | None:
         load = self._loads.get(pod.node_name)
         return None if load is None else load.usage_of(pod)
+
+
+class MetricsServerUsage:
+    """cpu and memory from metrics-server (`metricsUtilization` KubernetesMetrics), requests
+    for the rest (`pods` is the number of pods on the node, as upstream counts it).
+
+    A node metrics-server does not report is `unknown` (upstream fails the whole
+    cycle instead); a pod it does not report has unknown usage (`of_pod` None),
+    as upstream skips a pod whose PodMetrics it cannot read.
+    """
+
+    unconstrained = False
+
+    def __init__(self, snapshot: Snapshot, readings: usagesources.MetricsServerReadings) -> None:
+        self._snapshot = snapshot
+        self._pods = readings.pods
+        unknown: dict[str, str] = {}
+        for node in snapshot.nodes:
+            measured = readings.nodes.get(node.name)
+            if measured is None:
+                unknown[node.name] = f"metrics-server reports no NodeMetrics for node {node.name}"
+                continue
+            if snapshot.usage(node.name) is None:
+                snapshot.set_usage(node.name, measured)
+        self.unknown: Mapping[str, str] = unknown
+
+    def capacity(self, node: objects.Node) -> Mapping[str, int]:
+        return node.allocatable
+
+    def used(self, node: str) -> Mapping[str, int]:
+        measured = self._snapshot.usage(node) or Resources()
+        return {**self._snapshot.requested(node), **measured}
+
+    def of_pod(self, pod: objects.Pod) -> Mapping[str, int] | None:
+        measured = self._pods.get(pod.key)
+        if measured is None:
+            return None
+        return {**pod.requests, **measured, quantity.PODS: 1}
+
+    def usage_of(self, pod: objects.Pod) -> Resources | None:
+        return self._pods.get(pod.key)
+
+
+class PrometheusUsage:
+    """A node's `MetricResource` percentage from a Prometheus query (`metricsUtilization`
+    Prometheus); requests for placing pods.
+
+    The query says nothing about pods, so evicting one does not change the
+    node's percentage this cycle (`unconstrained`): as upstream, without
+    `evictionLimits.node` one pod leaves each overutilized node per cycle.
+    A node the query does not answer for is `unknown` (upstream fails the cycle).
+    """
+
+    unconstrained = True
+
+    def __init__(self, snapshot: Snapshot, percentages: Mapping[str, int]) -> None:
+        self._snapshot = snapshot
+        self._percent = percentages
+        self.unknown: Mapping[str, str] = {
+            node.name: f"the prometheus query returns no sample for node {node.name}"
+            for node in snapshot.nodes
+            if node.name not in percentages
+        }
+
+    def capacity(self, node: objects.Node) -> Mapping[str, int]:
+        return {**node.allocatable, usagesources.METRIC_RESOURCE: 100}
+
+    def used(self, node: str) -> Mapping[str, int]:
+        percent = self._percent.get(node, 0)
+        return {**self._snapshot.requested(node), usagesources.METRIC_RESOURCE: percent}
+
+    def of_pod(self, pod: objects.Pod) -> Mapping[str, int]:
+        return pod.requests + _ONE_POD
+
+    def usage_of(self, pod: objects.Pod) -> Resources | None:
+        return None

@@ -33,8 +33,12 @@ Differences from upstream, on purpose:
   evicts BestEffort pods first, which request nothing.
 - A pod is evicted only with a destination that takes it (upstream checks
   taints only, then nodeFit if the evictor has it on).
-- `metricsUtilization` (metrics-server, Prometheus) is not supported: the
-  factory refuses it; `useNodeMetrics` measures usage from NodeMetrics.
+- `metricsUtilization` (upstream's actual usage): `source: KubernetesMetrics`
+  (or `metricsServer: true`) reads metrics-server, `source: Prometheus` one
+  query's `MetricResource` percentage per node (`meter`); a node the source
+  does not report is left out (upstream fails the cycle); when the source
+  cannot be read at all, nothing moves and every node is reported
+  `metrics_expired`. `useNodeMetrics` measures usage from NodeMetrics instead.
 """
 
 from __future__ import annotations
@@ -43,12 +47,21 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
+from descheduler import usagesources
 from descheduler.config import PluginArgs
+from descheduler.config.model import MetricsSource
 from descheduler.framework import Handle, Reason, Refusal, Snapshot
 from descheduler.plugins.lownodeutilization import classify, destinations, order
 from descheduler.plugins.lownodeutilization.args import LowNodeUtilizationArgs
-from descheduler.plugins.lownodeutilization.meter import Meter, NodeMetrics, Requests
-from kube import objects
+from descheduler.plugins.lownodeutilization.meter import (
+    Meter,
+    MetricsServerUsage,
+    NodeMetrics,
+    PrometheusUsage,
+    Requests,
+)
+from descheduler.usagesources import prometheus as promsource
+from kube import objects, rest
 
 NAME = "LowNodeUtilization"
 _FINISHED = frozenset({"Succeeded", "Failed"})
@@ -62,18 +75,35 @@ class LowNodeUtilization:
     name = NAME
 
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
-        if args.metrics_utilization is not None:
-            raise ValueError(
-                "metricsUtilization is not supported; set useNodeMetrics to measure"
-                " usage from the NodeMetrics the nodeqos agents publish"
-            )
+        self.source = _source(args, handle)
         self.args = args
         self.handle = handle
         self.judged = tuple(sorted(set(args.thresholds) | set(args.target_thresholds)))
 
-    def _meter(self, snapshot: Snapshot) -> Meter:
+    def _meter(self, snapshot: Snapshot) -> Meter | None:
+        """This cycle's meter; None (noted) when the metrics source cannot be read."""
         if self.args.use_node_metrics:
             return NodeMetrics(snapshot, now=self.handle.clock())
+        sources = self.handle.sources
+        try:
+            if self.source == _KUBERNETES_METRICS:
+                if sources.metrics_server is None:
+                    raise usagesources.SourceUnavailable("no metrics-server source (offline)")
+                return MetricsServerUsage(snapshot, sources.metrics_server.read())
+            if self.source == _PROMETHEUS:
+                metrics = self.args.metrics_utilization
+                assert metrics is not None and metrics.prometheus is not None
+                if sources.prometheus is None:
+                    raise usagesources.SourceUnavailable("no Prometheus source (offline)")
+                usage = sources.prometheus.node_usage(metrics.prometheus.query)
+                return PrometheusUsage(snapshot, usage)
+        except (rest.ApiError, promsource.QueryError, usagesources.SourceUnavailable) as err:
+            log.warning("%s: cannot read %s: %s", NAME, self.source, err)
+            self._note(
+                Reason.METRICS_EXPIRED,
+                f"cannot read {self.source} usage ({err}); no node is judged this cycle",
+            )
+            return None
         return Requests(snapshot)
 
     def _note(self, reason: Reason, detail: str) -> None:
@@ -81,6 +111,8 @@ class LowNodeUtilization:
 
     def balance(self, snapshot: Snapshot) -> None:
         meter = self._meter(snapshot)
+        if meter is None:
+            return
         for node, why in sorted(meter.unknown.items()):
             self._note(Reason.METRICS_EXPIRED, f"{why}; node {node} is left out")
         nodes = [n for n in snapshot.nodes if n.name not in meter.unknown]
@@ -175,7 +207,7 @@ class LowNodeUtilization:
             if amount is None:
                 detail = f"the NodeMetric of {source.name} does not report the pod"
                 found = Refusal(Reason.NO_FIT, detail, NAME)
-            elif not any(amount.get(name, 0) > 0 for name in over):
+            elif not meter.unconstrained and not any(amount.get(name, 0) > 0 for name in over):
                 detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
                 found = Refusal(Reason.FILTERED, detail, NAME)
             else:
@@ -196,6 +228,10 @@ class LowNodeUtilization:
             pool.landed(found.name)
             if moved:
                 evicted += 1
+                if meter.unconstrained and node_limit is None:
+                    # The measure cannot tell how much this freed: one pod per node and
+                    # cycle, as upstream does ("only a single pod eviction is allowed").
+                    return True
             elif evictor.total_limit_reached():
                 return False
             elif evictor.node_limit_reached(source.name):
@@ -216,6 +252,48 @@ class LowNodeUtilization:
             refusal = Refusal(Reason.FILTERED, detail, NAME)
             self.handle.decisions.skip(pod, plugin=NAME, reason=refusal)
         return allowed
+
+
+_KUBERNETES_METRICS = "KubernetesMetrics"
+_PROMETHEUS = "Prometheus"
+
+
+def _source(args: LowNodeUtilizationArgs, handle: Handle) -> str | None:
+    """Which `metricsUtilization` source the plugin reads; ValueError when it cannot run.
+
+    Upstream's start-up checks: Prometheus needs `MetricResource` as the only
+    threshold resource (`validatePrometheusMetricsUtilization`), and each source
+    needs its top-level `metricsProviders` entry ("... client not initialized").
+    """
+    metrics = args.metrics_utilization
+    if metrics is None:
+        return None
+    online = handle.client is not None
+    if metrics.source is MetricsSource.PROMETHEUS:
+        resource = usagesources.METRIC_RESOURCE
+        for key, thresholds in (
+            ("thresholds", args.thresholds),
+            ("targetThresholds", args.target_thresholds),
+        ):
+            if list(thresholds) != [resource]:
+                raise ValueError(
+                    f"metricsUtilization source Prometheus: {key} must set only {resource},"
+                    f" got {sorted(thresholds)}"
+                )
+        if online and handle.sources.prometheus is None:
+            raise ValueError(
+                "metricsUtilization source Prometheus needs a top-level metricsProviders"
+                " entry {source: Prometheus, prometheus: {url: ...}}"
+            )
+        return _PROMETHEUS
+    if metrics.source is MetricsSource.KUBERNETES_METRICS or metrics.metrics_server:
+        if online and handle.sources.metrics_server is None:
+            raise ValueError(
+                "metricsUtilization source KubernetesMetrics needs a top-level"
+                " metricsProviders entry {source: KubernetesMetrics}"
+            )
+        return _KUBERNETES_METRICS
+    return None
 
 
 def factory(args: PluginArgs, handle: Handle) -> LowNodeUtilization:

@@ -9,9 +9,11 @@ nodes the framework expects it on (the burst problem, `extender.view`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from extender import view as viewmod
 from extender.args import LoadAwareArgs
@@ -54,6 +56,26 @@ def _gauge(registry: CollectorRegistry, view: viewmod.ClusterView) -> None:
         registry=registry,
     )
     expected.set_function(lambda: view.expectations)
+    registry.register(_Sources(view))
+
+
+class _Sources(Collector):
+    """`nodeqos_extender_nodes{source}`: what each node's load is read from right now."""
+
+    def __init__(self, view: viewmod.ClusterView) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "nodeqos_extender_nodes",
+            "Nodes by the source the filter judges their load on: metric, nodeUsage (the"
+            " aggregate is not reported yet), or estimate-* (nothing measured: the pods'"
+            " estimates; the suffix says why).",
+            labels=["source"],
+        )
+        for source, count in self._view.sources().items():
+            family.add_metric([source.value], count)
+        yield family
 
 
 def wrap(view: viewmod.ClusterView, registry: CollectorRegistry) -> LoadAwareScheduling:
