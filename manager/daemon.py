@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kube import endpoint, events, leaderelection, rest, selectors
-from manager import batchresource, reconcile, sloconfig
+from manager import batchresource, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager")
@@ -144,6 +144,7 @@ class Daemon:
             name=options.config_name,
             node_selector=options.node_selector,
         )
+        self.profiles = profilecontroller.ProfileController(client, recorder)
         self._stop = threading.Event()
         self._leading = threading.Event()
         self.elector: leaderelection.LeaderElector | None = None
@@ -170,6 +171,7 @@ class Daemon:
         self.metrics.leader.set(1)
         self.reconciler.wake()  # a new leader passes at once
         self.batch.wake()
+        self.profiles.wake()
 
     def _stopped(self) -> None:
         self._leading.clear()
@@ -187,6 +189,11 @@ class Daemon:
         for informer in [*self.reconciler.informers(), *self.batch.informers()]:
             detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
             components[f"informer/{informer.name}"] = {"ready": informer.synced, "detail": detail}
+        for informer in self.profiles.informers():
+            # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
+            # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
+            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
+            components[f"informer/{informer.name}"] = {"ready": True, "detail": detail}
         problems = self.reconciler.problems
         components["config"] = {
             "ready": True,  # a bad ConfigMap is reported, never a reason to restart us
@@ -219,6 +226,14 @@ class Daemon:
             daemon=True,
         )
         batch_loop.start()
+        self.profiles.start()
+        profile_loop = threading.Thread(
+            target=self.profiles.run,
+            args=(self._stop, lambda: self.is_leader),
+            name="colocation-profiles",
+            daemon=True,
+        )
+        profile_loop.start()
         campaign = None
         if self.elector is not None:
             campaign = threading.Thread(
@@ -230,6 +245,9 @@ class Daemon:
         finally:
             self.reconciler.stop()
             batch_loop.join(10.0)
+            self.profiles.wake()
+            profile_loop.join(10.0)
+            self.profiles.stop()
             self.batch.stop()
             if campaign is not None:
                 campaign.join(10.0)
