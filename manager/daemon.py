@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kube import endpoint, events, leaderelection, rest, selectors
-from manager import reconcile, sloconfig
+from manager import batchresource, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager")
@@ -136,6 +136,15 @@ class Daemon:
             manage_nodemetrics=options.manage_nodemetrics,
             node_selector=options.node_selector,
         )
+        self.batch = batchresource.BatchController(
+            client,
+            self.metrics,
+            recorder,
+            namespace=options.config_namespace,
+            name=options.config_name,
+            node_selector=options.node_selector,
+        )
+        self.profiles = profilecontroller.ProfileController(client, recorder)
         self._stop = threading.Event()
         self._leading = threading.Event()
         self.elector: leaderelection.LeaderElector | None = None
@@ -161,6 +170,8 @@ class Daemon:
         self._leading.set()
         self.metrics.leader.set(1)
         self.reconciler.wake()  # a new leader passes at once
+        self.batch.wake()
+        self.profiles.wake()
 
     def _stopped(self) -> None:
         self._leading.clear()
@@ -175,9 +186,14 @@ class Daemon:
     def health(self) -> dict[str, Any]:
         """The /healthz body: `ready` overall and per component."""
         components: dict[str, dict[str, Any]] = {}
-        for informer in self.reconciler.informers():
+        for informer in [*self.reconciler.informers(), *self.batch.informers()]:
             detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
             components[f"informer/{informer.name}"] = {"ready": informer.synced, "detail": detail}
+        for informer in self.profiles.informers():
+            # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
+            # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
+            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
+            components[f"informer/{informer.name}"] = {"ready": True, "detail": detail}
         problems = self.reconciler.problems
         components["config"] = {
             "ready": True,  # a bad ConfigMap is reported, never a reason to restart us
@@ -202,6 +218,22 @@ class Daemon:
         )
         log.info("serving /metrics and /healthz on %s:%d", *self.server.address)
         self.reconciler.start()
+        self.batch.start()
+        batch_loop = threading.Thread(
+            target=self.batch.run,
+            args=(self._stop, lambda: self.is_leader),
+            name="batch-resources",
+            daemon=True,
+        )
+        batch_loop.start()
+        self.profiles.start()
+        profile_loop = threading.Thread(
+            target=self.profiles.run,
+            args=(self._stop, lambda: self.is_leader),
+            name="colocation-profiles",
+            daemon=True,
+        )
+        profile_loop.start()
         campaign = None
         if self.elector is not None:
             campaign = threading.Thread(
@@ -212,6 +244,11 @@ class Daemon:
             self.reconciler.run(self._stop, lambda: self.is_leader)
         finally:
             self.reconciler.stop()
+            batch_loop.join(10.0)
+            self.profiles.wake()
+            profile_loop.join(10.0)
+            self.profiles.stop()
+            self.batch.stop()
             if campaign is not None:
                 campaign.join(10.0)
             self.server.close()

@@ -65,3 +65,20 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
             registry=registry,
         )
+        self.batch_allocatable = Gauge(
+            "nodeqos_manager_node_batch_allocatable",
+            "Batch resources the manager computed for a node (cpu in cores, memory in bytes).",
+            ["node", "resource"],
+            registry=registry,
+        )
+        self.batch_degraded = Gauge(
+            "nodeqos_manager_batch_degraded_nodes",
+            "Nodes whose batch resources are degraded to 0 (NodeMetric missing or stale).",
+            registry=registry,
+        )
+        self.batch_latency = Histogram(
+            "nodeqos_manager_batch_update_latency_seconds",
+            "From the event that dirtied a node (NodeMetric, Pod, Node) to its status patch.",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+            registry=registry,
+        )

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from agent import reporter, telemetry
 from descheduler import framework
 from descheduler.app import telemetry as descheduler_telemetry
+from manager.telemetry import Metrics as ManagerMetrics
 from metriccache import MetricCache, kinds
 from qosmanager import QoSMetrics
 
@@ -38,6 +39,7 @@ def exported_names() -> set[str]:
     QoSMetrics(registry)
     framework.Metrics(registry)
     descheduler_telemetry.AppMetrics(registry)
+    ManagerMetrics(registry)
     names: set[str] = set()
     for family in registry.collect():
         names.add(family.name)

@@ -9,13 +9,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
 from kube import cache, events, rest
-from manager import reconcile
+from manager import batchresource, reconcile
+from manager.noderesource import parse_colocation_config
 from manager.telemetry import Metrics
 from testbed import controlplane, localcluster
 from tests.manager.test_reconcile_controlplane import NODESLOS, eventually
@@ -159,3 +161,93 @@ def test_the_manager_cannot_write_nodemetric_status(
             f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{STATUS_WRITER}",
         ):
             kube.delete(path)
+
+
+def _refused(
+    manager: rest.Rest, kube: rest.Rest, name: str, body: dict[str, Any], says: str
+) -> rest.ApiError:
+    """Patch node `name`'s status as the manager until the policy refuses it (it takes a
+    moment to be in force); a write let through meanwhile is undone as the admin."""
+    path = f"/api/v1/nodes/{name}/status"
+    original = kube.get(f"/api/v1/nodes/{name}")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            manager.patch(path, body)
+        except rest.ApiError as err:
+            if says in str(err):
+                return err
+        else:
+            current = kube.get(f"/api/v1/nodes/{name}")
+            kube.replace(path, {**current, "status": original["status"]})
+        assert time.monotonic() < deadline, "the admission policy never refused the write"
+        time.sleep(0.2)
+
+
+def test_the_manager_may_change_only_batch_and_mid_resources_of_a_node(
+    manager: rest.Rest, kube: rest.Rest, node: tuple[str, str]
+) -> None:
+    """batch-cpu and mid-cpu patches pass; allocatable cpu, a condition or a label are refused."""
+    name, _ = node
+    refused = _refused(
+        manager,
+        kube,
+        name,
+        {"status": {"allocatable": {"cpu": "1"}}},
+        "only kubernetes.io/batch-* and kubernetes.io/mid-* in status.allocatable",
+    )
+    assert refused.status == 403
+    assert kube.get(f"/api/v1/nodes/{name}")["status"]["allocatable"]["cpu"] == "4"
+    ours = {"kubernetes.io/batch-cpu": "1500", "kubernetes.io/mid-cpu": "500"}
+    manager.patch(
+        f"/api/v1/nodes/{name}/status", {"status": {"capacity": ours, "allocatable": ours}}
+    )
+    status = kube.get(f"/api/v1/nodes/{name}")["status"]
+    assert status["allocatable"]["kubernetes.io/batch-cpu"] == "1500"
+    assert status["capacity"]["kubernetes.io/mid-cpu"] == "500"
+    condition = {"type": "Ready", "status": "False", "reason": "Test"}
+    refused = _refused(
+        manager,
+        kube,
+        name,
+        {"status": {"conditions": [condition]}},
+        "conditions, addresses, nodeInfo",
+    )
+    assert refused.status == 403
+    removed = {"status": {"capacity": {"cpu": None}}}
+    assert _refused(manager, kube, name, removed, "status.capacity").status == 403
+
+
+def test_the_batch_controller_works_as_the_service_account(
+    manager: rest.Rest, kube: rest.Rest, node: tuple[str, str]
+) -> None:
+    """Pods and Nodes readable, batch resources patched and the degrade Event written as the SA."""
+    name, tag = node
+    registry = CollectorRegistry()
+    controller = batchresource.BatchController(
+        manager,
+        Metrics(registry),
+        events.Recorder(manager, "nodeqos-manager"),
+        namespace=NAMESPACE,
+        name="slo-controller-config",  # deploy's has colocation off: turned on below
+        node_selector=f"nodeqos-test={tag}",
+    )
+    controller.start()
+    try:
+        eventually(lambda: controller.synced, "the batch informers to sync as the manager")
+        eventually(lambda: controller.nodes.get(name), "the node in the cache")
+        controller.sync_config()
+        controller.config = parse_colocation_config('{"enable": true}')
+        assert controller.sync_node(name)  # no NodeMetric: degraded to 0, written
+        status = kube.get(f"/api/v1/nodes/{name}")["status"]
+        assert status["allocatable"]["kubernetes.io/batch-cpu"] == "0"
+        selector = f"involvedObject.name={name},reason={batchresource.DEGRADED_REASON}"
+        eventually(
+            lambda: kube.get("/api/v1/events", fieldSelector=selector)["items"],
+            "the degrade Event",
+        )
+        assert not registry.get_sample_value(
+            "nodeqos_manager_write_errors_total", {"kind": "node-status", "verb": "patch"}
+        )
+    finally:
+        controller.stop()

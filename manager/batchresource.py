@@ -1,0 +1,315 @@
+"""The Batch resources controller: measured slack becomes `kubernetes.io/batch-*` on Nodes.
+
+Imports `kube` and `manager.noderesource` / `manager.telemetry` only.
+
+Informers on Nodes, Pods (indexed by node), NodeMetrics and the
+slo-controller-config ConfigMap (`colocation-config` key) mark a node dirty; the
+leader's loop computes each dirty node's batch-cpu (millicores, as Koordinator
+writes it) and batch-memory (bytes) with `noderesource.calculate` and, only when
+`noderesource.needs_update` says so, sends a JSON merge patch of the two keys in
+`status.capacity` and `status.allocatable` to `nodes/<name>/status`: the
+kubelet's fields are never in the body. A NodeMetric older than
+`degradeTimeMinutes` sets both to 0 (docs/deviations.md `batch-degrade-zero`),
+with a Warning Event on the Node when the node starts degrading. A periodic
+resync marks every node dirty so degradation and the update interval apply
+without events. With colocation disabled (or the key absent) nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kube import cache, events, objects, rest, slo
+from manager import noderesource
+from manager.noderesource import batch
+from manager.telemetry import Metrics
+
+log = logging.getLogger("manager.batchresource")
+
+COLOCATION_KEY = "colocation-config"
+DEGRADED_REASON = "BatchResourceDegraded"
+_BY_NODE = "node"
+
+
+def _pod_node(pod: objects.Pod) -> list[str]:
+    return [pod.node_name] if pod.node_name else []
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one node needs: the computed value and the patch body (None: no write)."""
+
+    wanted: batch.BatchAllocatable
+    patch: dict[str, Any] | None
+
+
+def status_patch(wanted: batch.BatchAllocatable) -> dict[str, Any]:
+    """The merge patch body for `nodes/<name>/status`: only the two batch keys."""
+    values = {batch.BATCH_CPU: str(wanted.cpu), batch.BATCH_MEMORY: str(wanted.memory)}
+    return {"status": {"capacity": dict(values), "allocatable": dict(values)}}
+
+
+def plan(
+    strategy: noderesource.ColocationStrategy,
+    node: objects.Node,
+    pods: list[objects.Pod],
+    metric: slo.NodeMetric | None,
+    last_update: datetime | None,
+    now: datetime,
+) -> Plan:
+    """The node's batch resources and whether to write them (pure)."""
+    wanted = noderesource.calculate(strategy, node, pods, metric, now)
+    current = {
+        name: node.allocatable[name]
+        for name in (batch.BATCH_CPU, batch.BATCH_MEMORY)
+        if name in node.allocatable
+    }
+    if not noderesource.needs_update(strategy, current, wanted, last_update, now):
+        return Plan(wanted, None)
+    return Plan(wanted, status_patch(wanted))
+
+
+class BatchController:
+    """Informers plus the per-node loop that writes batch-cpu/batch-memory."""
+
+    def __init__(
+        self,
+        client: rest.Rest,
+        metrics: Metrics,
+        recorder: events.Recorder | None,
+        *,
+        namespace: str,
+        name: str,
+        resync_seconds: float = 60.0,
+        node_selector: str | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._client = client
+        self._metrics = metrics
+        self._recorder = recorder
+        self._resync = resync_seconds
+        self._clock = clock
+        self.namespace, self.name = namespace, name
+        self._lock = threading.Lock()
+        self._dirty: dict[str, float] = {}  # node -> monotonic time of the first event
+        self._wake = threading.Event()
+        self._last_update: dict[str, datetime] = {}
+        self._degraded: set[str] = set()
+        self._config_version: str | None = "unset"
+        self.config: noderesource.ColocationConfig | None = None
+        self.writes = 0
+        self.nodes: cache.Informer[objects.Node] = cache.Informer(
+            client,
+            cache.NODES,
+            project=objects.Node.from_api,
+            on_event=self._node_event,
+            label_selector=node_selector,
+            name="batch-nodes",
+        )
+        self.pods: cache.Informer[objects.Pod] = cache.Informer(
+            client,
+            cache.PODS,
+            project=objects.Pod.from_api,
+            indexers={_BY_NODE: _pod_node},
+            on_event=self._pod_event,
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            name="batch-pods",
+        )
+        self.nodemetrics: cache.Informer[slo.NodeMetric] = cache.Informer(
+            client,
+            cache.NODEMETRICS,
+            project=slo.NodeMetric.from_api,
+            on_event=self._metric_event,
+            name="batch-nodemetrics",
+        )
+        self.configmaps: cache.Informer[Mapping[str, Any]] = cache.Informer(
+            client,
+            cache.Resource("", "v1", "configmaps", True),
+            namespace=namespace,
+            field_selector=f"metadata.name={name}",
+            on_event=self._all_event,
+            name="batch-colocation-config",
+        )
+
+    # -- events ------------------------------------------------------------------
+
+    def _mark(self, node: str) -> None:
+        if not node:
+            return
+        with self._lock:
+            self._dirty.setdefault(node, time.monotonic())
+        self._wake.set()
+
+    def mark_all(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for key in list(self.nodes.keys()):
+                self._dirty.setdefault(key, now)
+        self._wake.set()
+
+    def _all_event(self, _kind: str, _old: object, _new: object) -> None:
+        self.mark_all()
+
+    def _node_event(self, _kind: str, old: objects.Node | None, new: objects.Node | None) -> None:
+        # Heartbeats touch conditions only: capacity, allocatable, labels or annotations matter.
+        if old is None or new is None:
+            self._mark((new or old).name if (new or old) is not None else "")  # type: ignore[union-attr]
+            return
+        if (old.capacity, old.allocatable, old.labels, old.annotations) != (
+            new.capacity,
+            new.allocatable,
+            new.labels,
+            new.annotations,
+        ):
+            self._mark(new.name)
+
+    def _pod_event(self, _kind: str, old: objects.Pod | None, new: objects.Pod | None) -> None:
+        for pod in (old, new):
+            if pod is not None:
+                self._mark(pod.node_name)
+
+    def _metric_event(
+        self, _kind: str, old: slo.NodeMetric | None, new: slo.NodeMetric | None
+    ) -> None:
+        found = new or old
+        if found is not None:
+            self._mark(found.name)
+
+    def informers(self) -> list[cache.Informer[Any]]:
+        return [self.nodes, self.pods, self.nodemetrics, self.configmaps]
+
+    def start(self) -> None:
+        for informer in self.informers():
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.informers():
+            informer.stop()
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced for i in self.informers())
+
+    def wake(self) -> None:
+        self.mark_all()
+
+    # -- config ------------------------------------------------------------------
+
+    def sync_config(self) -> None:
+        """Parse `colocation-config` when the ConfigMap changed; a bad one keeps the last good."""
+        obj = self.configmaps.get(f"{self.namespace}/{self.name}")
+        version = None if obj is None else str(obj["metadata"].get("resourceVersion", ""))
+        if version == self._config_version:
+            return
+        self._config_version = version
+        text = None if obj is None else (obj.get("data") or {}).get(COLOCATION_KEY)
+        if not text:
+            self.config = noderesource.ColocationConfig()
+            return
+        try:
+            self.config = noderesource.parse_colocation_config(text)
+        except ValueError as err:
+            log.error(
+                "%s/%s: %s; the last good colocation-config stays", self.namespace, self.name, err
+            )
+            self._metrics.config_errors.labels(COLOCATION_KEY).inc()
+            if self.config is None:
+                self.config = noderesource.ColocationConfig()
+
+    # -- one node ----------------------------------------------------------------
+
+    def sync_node(self, name: str, since: float | None = None) -> bool:
+        """Compute one node and write it when needed; True when a write succeeded."""
+        config = self.config or noderesource.ColocationConfig()
+        node = self.nodes.get(name)
+        if node is None:
+            self._forget(name)
+            return False
+        strategy = config.for_node(node.labels)
+        if not strategy.enable:
+            return False
+        now = self._clock()
+        pods = self.pods.by_index(_BY_NODE, name)
+        metric = self.nodemetrics.get(name)
+        result = plan(strategy, node, pods, metric, self._last_update.get(name), now)
+        self._degrade_state(node, result.wanted)
+        gauge = self._metrics.batch_allocatable
+        gauge.labels(name, batch.BATCH_CPU).set(result.wanted.cpu / 1000.0)
+        gauge.labels(name, batch.BATCH_MEMORY).set(result.wanted.memory)
+        if result.patch is None:
+            return False
+        self.writes += 1
+        try:
+            self._client.patch(cache.NODES.path(name) + "/status", result.patch)
+        except (rest.ApiError, rest.ApiUnavailable) as err:
+            log.warning("patch node %s status (batch resources) failed: %s", name, err)
+            self._metrics.write_errors.labels("node-status", "patch").inc()
+            self._mark(name)
+            return False
+        finally:
+            self._metrics.writes.labels("node-status", "patch").inc()
+        self._last_update[name] = now
+        if since is not None:
+            self._metrics.batch_latency.observe(time.monotonic() - since)
+        return True
+
+    def _degrade_state(self, node: objects.Node, wanted: batch.BatchAllocatable) -> None:
+        if wanted.degraded is None:
+            self._degraded.discard(node.name)
+        elif node.name not in self._degraded:
+            self._degraded.add(node.name)
+            log.warning("node %s: batch resources degraded to 0: %s", node.name, wanted.degraded)
+            if self._recorder is not None:
+                ref = events.ObjectRef(kind="Node", name=node.name, uid=node.uid)
+                self._recorder.event(
+                    ref,
+                    events.WARNING,
+                    DEGRADED_REASON,
+                    f"batch-cpu/batch-memory set to 0: {wanted.degraded}",
+                )
+        self._metrics.batch_degraded.set(len(self._degraded))
+
+    def _forget(self, name: str) -> None:
+        self._last_update.pop(name, None)
+        self._degraded.discard(name)
+        self._metrics.batch_degraded.set(len(self._degraded))
+        for resource in (batch.BATCH_CPU, batch.BATCH_MEMORY):
+            with contextlib.suppress(KeyError):
+                self._metrics.batch_allocatable.remove(name, resource)
+
+    def drain(self) -> int:
+        """Sync every dirty node once; returns the writes sent."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, {}
+        self.sync_config()
+        written = 0
+        for name, since in dirty.items():
+            try:
+                written += self.sync_node(name, since)
+            except Exception:  # one malformed node never stops the others
+                log.exception("batch resources of node %s", name)
+        return written
+
+    # -- the loop ----------------------------------------------------------------
+
+    def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
+        """Drain dirty nodes while `may_act()`, and mark all every resync, until `stop`."""
+        next_resync = time.monotonic() + self._resync
+        while not stop.is_set():
+            self._wake.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
+            self._wake.clear()
+            if stop.is_set():
+                return
+            if time.monotonic() >= next_resync:
+                next_resync = time.monotonic() + self._resync
+                self.mark_all()
+            if not self.synced or not may_act():
+                continue
+            self.drain()

@@ -1,0 +1,207 @@
+"""The ClusterColocationProfile controller: each profile kept as its MutatingAdmissionPolicy.
+
+Imports `kube` and `manager.colocationprofile` only.
+
+Informers on ClusterColocationProfiles, PriorityClasses and the
+MutatingAdmissionPolicies (+ bindings) labelled
+`app.kubernetes.io/managed-by: nodeqos-manager`. Any event wakes one pass
+(leader only): every profile is rendered with `colocationprofile.render` (its
+PriorityClass value looked up from the cache) and each rendered object is
+created, or replaced when its labels or spec differ; managed objects no profile
+renders any more are deleted. A profile that cannot be rendered keeps whatever
+policy it had, is logged, and gets a Warning Event `ColocationProfileInvalid`
+(once per resourceVersion): the loop never stops on one.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kube import cache, events, rest
+from manager import colocationprofile
+
+log = logging.getLogger("manager.profiles")
+
+MANAGED = "app.kubernetes.io/managed-by=nodeqos-manager"
+INVALID_REASON = "ColocationProfileInvalid"
+PROFILES = cache.Resource("config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", False)
+PRIORITY_CLASSES = cache.Resource("scheduling.k8s.io", "v1", "priorityclasses", False)
+POLICIES = cache.Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", False)
+BINDINGS = cache.Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings", False
+)
+
+
+class ProfileController:
+    """Informers plus the pass that makes the managed policies follow the profiles."""
+
+    def __init__(
+        self,
+        client: rest.Rest,
+        recorder: events.Recorder | None,
+        *,
+        resync_seconds: float = 300.0,
+    ) -> None:
+        self._client = client
+        self._recorder = recorder
+        self._resync = resync_seconds
+        self._wake = threading.Event()
+        self._reported: set[tuple[str, str]] = set()
+        self.writes = 0
+        self.profiles: cache.Informer[Mapping[str, Any]] = cache.Informer(
+            client, PROFILES, on_event=self._poke, name="colocation-profiles"
+        )
+        self.priority_classes: cache.Informer[Mapping[str, Any]] = cache.Informer(
+            client, PRIORITY_CLASSES, on_event=self._poke
+        )
+        self.owned: dict[str, cache.Informer[Mapping[str, Any]]] = {
+            "MutatingAdmissionPolicy": cache.Informer(
+                client, POLICIES, label_selector=MANAGED, on_event=self._poke
+            ),
+            "MutatingAdmissionPolicyBinding": cache.Informer(
+                client, BINDINGS, label_selector=MANAGED, on_event=self._poke
+            ),
+        }
+
+    def _poke(self, _kind: str, _old: object, _new: object) -> None:
+        self._wake.set()
+
+    def informers(self) -> list[cache.Informer[Any]]:
+        return [self.profiles, self.priority_classes, *self.owned.values()]
+
+    def start(self) -> None:
+        for informer in self.informers():
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.informers():
+            informer.stop()
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced for i in self.informers())
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def desired(self) -> tuple[dict[str, dict[str, Any]], set[str]]:
+        """Rendered objects by "Kind/name", and the names of profiles that failed."""
+        wanted: dict[str, dict[str, Any]] = {}
+        failed: set[str] = set()
+        for obj in self.profiles.items():
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name", ""))
+            try:
+                profile = colocationprofile.Profile.from_api(obj)
+                value = None
+                if profile.priority_class_name:
+                    pc = self.priority_classes.get(profile.priority_class_name)
+                    value = None if pc is None else int(pc.get("value", 0))
+                rendered = colocationprofile.render(profile, priority_value=value)
+            except (colocationprofile.ProfileError, ValueError, TypeError) as err:
+                failed.add(f"nodeqos-colocation-{name}")
+                self._report(obj, str(err))
+                continue
+            for item in rendered:
+                wanted[f"{item['kind']}/{item['metadata']['name']}"] = item
+        return wanted, failed
+
+    def _report(self, obj: Mapping[str, Any], message: str) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        log.error("ClusterColocationProfile %s cannot be rendered: %s", key[0], message)
+        if self._recorder is not None:
+            ref = events.ObjectRef(
+                kind="ClusterColocationProfile",
+                name=key[0],
+                uid=str(meta.get("uid", "")),
+                api_version="config.koordinator.sh/v1alpha1",
+            )
+            self._recorder.event(ref, events.WARNING, INVALID_REASON, message[:1000])
+
+    def reconcile(self) -> int:
+        """One pass; returns the writes it sent."""
+        wanted, failed = self.desired()
+        before = self.writes
+        resources = {
+            "MutatingAdmissionPolicy": POLICIES,
+            "MutatingAdmissionPolicyBinding": BINDINGS,
+        }
+        for kind, informer in self.owned.items():
+            resource = resources[kind]
+            for item in informer.items():
+                name = item["metadata"]["name"]
+                if f"{kind}/{name}" not in wanted and name not in failed:
+                    self._send(
+                        "delete", functools.partial(self._client.delete, resource.path(name))
+                    )
+        for key, item in wanted.items():
+            kind, name = key.split("/", 1)
+            resource = resources[kind]
+            stored = self.owned[kind].get(name)
+            if stored is None:
+                self._send("create", functools.partial(self._client.create, resource.path(), item))
+                continue
+            same_labels = (stored["metadata"].get("labels") or {}) == item["metadata"]["labels"]
+            if same_labels and _subset(item["spec"], stored.get("spec") or {}):
+                continue
+            body = {
+                **item,
+                "metadata": {
+                    **item["metadata"],
+                    "resourceVersion": stored["metadata"]["resourceVersion"],
+                },
+            }
+            self._send(
+                "replace", functools.partial(self._client.replace, resource.path(name), body)
+            )
+        return self.writes - before
+
+    def _send(self, verb: str, call: Callable[[], object]) -> None:
+        self.writes += 1
+        try:
+            call()
+        except (rest.ApiError, rest.ApiUnavailable) as err:
+            log.warning("%s of a colocation policy failed: %s (the next pass retries)", verb, err)
+            self._wake.set()
+
+    def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
+        """Pass on every wake-up and resync while `may_act()`, until `stop`."""
+        while not stop.is_set():
+            woken = self._wake.wait(self._resync)
+            if stop.is_set():
+                return
+            if woken:
+                self._wake.clear()
+                stop.wait(0.05)
+            if not self.synced or not may_act():
+                continue
+            try:
+                self.reconcile()
+            except Exception:  # the loop outlives any one bad pass
+                log.exception("colocation profile pass failed")
+                stop.wait(1.0)
+                self._wake.set()
+
+
+def _subset(rendered: Any, stored: Any) -> bool:
+    """Whether every field we render is in the stored object with the same value (the
+    API server adds defaults we do not render)."""
+    if isinstance(rendered, Mapping):
+        return isinstance(stored, Mapping) and all(
+            k in stored and _subset(v, stored[k]) for k, v in rendered.items()
+        )
+    if isinstance(rendered, list):
+        return (
+            isinstance(stored, list)
+            and len(rendered) == len(stored)
+            and all(_subset(a, b) for a, b in zip(rendered, stored, strict=True))
+        )
+    return bool(rendered == stored)

@@ -1,0 +1,176 @@
+"""The Batch resources controller: what it writes (pure `plan`) and, on the real API
+server, the nodes/status patch of batch-cpu/batch-memory and the degradation to 0."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kube import events, objects, rest
+from manager import batchresource
+from manager.noderesource import ColocationStrategy, batch
+from manager.telemetry import Metrics
+from testbed import localcluster
+from tests.builders import make_node, make_nodemetric, make_nodemetric_dict
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
+GI = 2**30
+ENABLED = ColocationStrategy(enable=True)
+
+
+def test_plan_patches_only_the_two_batch_keys() -> None:
+    """A node without batch resources gets a patch naming only batch-cpu/batch-memory."""
+    node = make_node("n1", cpu="4", memory="16Gi")
+    metric = make_nodemetric("n1", system_cpu=500, node_memory=2 * GI, update_time=NOW)
+    found = batchresource.plan(ENABLED, node, [], metric, None, NOW)
+    memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
+    assert found.wanted == batch.BatchAllocatable(1900, memory)
+    values = {batch.BATCH_CPU: "1900", batch.BATCH_MEMORY: str(memory)}
+    assert found.patch == {"status": {"capacity": values, "allocatable": values}}
+
+
+def test_plan_skips_a_small_change_within_the_interval() -> None:
+    """Within resourceDiffThreshold and updateTimeThresholdSeconds: no write."""
+    memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
+    extra = {batch.BATCH_CPU: "1850", batch.BATCH_MEMORY: str(memory)}
+    node = make_node("n1", cpu="4", memory="16Gi", extra_allocatable=extra)
+    metric = make_nodemetric("n1", system_cpu=500, node_memory=2 * GI, update_time=NOW)
+    last = NOW - timedelta(seconds=10)
+    assert batchresource.plan(ENABLED, node, [], metric, last, NOW).patch is None
+    late = NOW - timedelta(seconds=301)
+    assert batchresource.plan(ENABLED, node, [], metric, late, NOW).patch is not None
+
+
+def test_plan_degrades_a_stale_nodemetric_to_zero() -> None:
+    """A NodeMetric older than degradeTimeMinutes: both resources 0, with the reason."""
+    node = make_node("n1", cpu="4", memory="16Gi")
+    metric = make_nodemetric("n1", update_time=NOW - timedelta(minutes=16))
+    found = batchresource.plan(ENABLED, node, [], metric, None, NOW)
+    assert (found.wanted.cpu, found.wanted.memory) == (0, 0)
+    assert found.wanted.degraded is not None
+    assert found.patch is not None
+    assert found.patch["status"]["allocatable"][batch.BATCH_CPU] == "0"
+
+
+# -- against the real API server --------------------------------------------------
+
+
+def eventually(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+    """Poll `check` until it returns something truthy; that value, or AssertionError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.05)
+
+
+class Clock:
+    """A settable wall clock for the controller."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def running(kube: rest.Rest, namespace: str) -> Iterator[tuple[Any, ...]]:
+    """A controller over one fresh node, its loop running as leader."""
+    tag = uuid.uuid4().hex[:8]
+    name = f"batch-{tag}"
+    localcluster.register_node(kube, name, cpu="4", memory="16Gi", labels={"nodeqos-test": tag})
+    kube.create(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {
+            "metadata": {"name": "slo-controller-config"},
+            "data": {"colocation-config": json.dumps({"enable": True})},
+        },
+    )
+    clock = Clock(datetime.now(UTC).replace(microsecond=0))
+    registry = CollectorRegistry()
+    controller = batchresource.BatchController(
+        kube,
+        Metrics(registry),
+        events.Recorder(kube, "nodeqos-manager"),
+        namespace=namespace,
+        name="slo-controller-config",
+        node_selector=f"nodeqos-test={tag}",
+        clock=clock,
+    )
+    stop = threading.Event()
+    controller.start()
+    loop = threading.Thread(target=controller.run, args=(stop, lambda: True), daemon=True)
+    loop.start()
+    try:
+        yield kube, controller, name, clock, registry
+    finally:
+        stop.set()
+        loop.join(10)
+        controller.stop()
+        for path in (f"/api/v1/nodes/{name}", f"{NODEMETRICS}/{name}"):
+            with contextlib.suppress(rest.ApiError, rest.ApiUnavailable):
+                kube.delete(path)
+
+
+def _put_metric(kube: rest.Rest, name: str, updated: datetime) -> None:
+    body = make_nodemetric_dict(name, system_cpu=500, node_memory=2 * GI, update_time=updated)
+    try:
+        current = kube.get(f"{NODEMETRICS}/{name}")
+    except rest.ApiError:
+        current = kube.create(NODEMETRICS, {k: v for k, v in body.items() if k != "status"})
+    kube.replace(f"{NODEMETRICS}/{name}/status", {**current, "status": body["status"]})
+
+
+@pytest.mark.controlplane
+def test_controller_patches_batch_resources_and_keeps_kubelet_fields(
+    running: tuple[Any, ...],
+) -> None:
+    """A fresh NodeMetric: batch-cpu/-memory appear in capacity and allocatable, cpu and
+    conditions stay; a stale one sets both to 0 with an Event and the degraded gauge."""
+    kube, controller, name, clock, registry = running
+    before = kube.get(f"/api/v1/nodes/{name}")
+    _put_metric(kube, name, clock.now)
+
+    def batch_cpu() -> str | None:
+        status = kube.get(f"/api/v1/nodes/{name}")["status"]
+        found = status.get("allocatable", {}).get(batch.BATCH_CPU)
+        return None if found is None else str(found)
+
+    eventually(lambda: batch_cpu() == "1900", "batch-cpu 1900 on the node")
+    after = kube.get(f"/api/v1/nodes/{name}")
+    assert after["status"]["capacity"][batch.BATCH_CPU] == "1900"
+    assert after["status"]["allocatable"]["cpu"] == before["status"]["allocatable"]["cpu"]
+    assert after["status"]["conditions"] == before["status"]["conditions"]
+    memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
+    assert after["status"]["allocatable"][batch.BATCH_MEMORY] == str(memory)
+    assert registry.get_sample_value(
+        "nodeqos_manager_node_batch_allocatable",
+        {"node": name, "resource": batch.BATCH_CPU},
+    ) == pytest.approx(1.9)
+
+    clock.now += timedelta(minutes=16)
+    controller.mark_all()
+    eventually(lambda: batch_cpu() == "0", "batch-cpu degraded to 0")
+    assert registry.get_sample_value("nodeqos_manager_batch_degraded_nodes") == 1
+    selector = f"involvedObject.name={name},reason={batchresource.DEGRADED_REASON}"
+
+    def degraded_event() -> bool:
+        found = kube.get("/api/v1/events", fieldSelector=selector)
+        return bool(found["items"])
+
+    eventually(degraded_event, "the BatchResourceDegraded event")
+    assert objects.Node.from_api(kube.get(f"/api/v1/nodes/{name}")).allocatable["cpu"] == 4000
