@@ -8,7 +8,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
-
 from prometheus_client import CollectorRegistry
 
 from agent import health, states, telemetry
