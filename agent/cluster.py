@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 
 import cgroups
 import qosmanager
-from agent import assembly, discovery, health, reporter
+from agent import assembly, discovery, health, reporter, telemetry
 from agent import states as agent_states
 from agent.config import AgentConfig
 from agent.schedule import Clock, SystemClock
@@ -131,6 +131,7 @@ def run(
         client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root
     )
     source = discovery.ClusterDiscovery(fs, states, retry_every=config.rescan_every)
+    registry.register(telemetry.NodeSLOCollector(states.node_slo))
     agent = assembly.assemble(config, registry, clock, fs=fs, source=source, readiness=readiness)
     server: MetricsServer | None = None
     manager: qosmanager.Manager | None = None

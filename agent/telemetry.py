@@ -4,19 +4,21 @@ Nothing here registers at import time. `AgentMetrics(registry)` creates the
 collection histogram, the error and missed-tick counters and the build info;
 `NodeUsageCollector` exposes node CPU and memory as gauges read from the metric
 cache at scrape time (the values already live there; a second copy in a Gauge
-could disagree with it).
+could disagree with it). `NodeSLOCollector` shows the NodeSLO thresholds in
+force, so a change to the cluster's policy can be seen reaching the node.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from agent.collectors.base import Reason
 from agent.schedule import Clock
+from kube import nodeslo
 from metriccache import MetricCache, MetricKind, kinds
 
 # Rounds take milliseconds per collector; the top buckets catch a stalled disk.
@@ -105,4 +107,61 @@ class NodeUsageCollector:
             latest = self._cache.aggregate(kind, {}, now - self._max_age, now)
             if latest is not None:
                 family.add_metric([], latest.last)
+            yield family
+
+
+# (metric name, help, the field of resourceUsedThresholdWithBE it shows)
+_SLO_GAUGES: tuple[tuple[str, str, str], ...] = (
+    (
+        "nodeqos_agent_nodeslo_cpu_suppress_threshold_percent",
+        "cpuSuppressThresholdPercent of the NodeSLO in force (merged over the defaults).",
+        "cpu_suppress_threshold_percent",
+    ),
+    (
+        "nodeqos_agent_nodeslo_memory_evict_threshold_percent",
+        "memoryEvictThresholdPercent of the NodeSLO in force (merged over the defaults).",
+        "memory_evict_threshold_percent",
+    ),
+    (
+        "nodeqos_agent_nodeslo_cpu_evict_be_satisfaction_lower_percent",
+        "cpuEvictBESatisfactionLowerPercent of the NodeSLO in force (merged over the defaults).",
+        "cpu_evict_be_satisfaction_lower_percent",
+    ),
+)
+
+
+class NodeSLOCollector:
+    """The BE thresholds of the NodeSLO spec in force, read at scrape time.
+
+    `nodeqos_agent_nodeslo_resource_threshold_enabled` is 1 when
+    resourceUsedThresholdWithBE is enabled; a threshold the spec leaves unset
+    has no sample.
+    """
+
+    def __init__(self, spec: Callable[[], nodeslo.NodeSLOSpec]) -> None:
+        self._spec = spec
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples."""
+        yield GaugeMetricFamily(
+            "nodeqos_agent_nodeslo_resource_threshold_enabled",
+            "1 when the NodeSLO in force enables resourceUsedThresholdWithBE.",
+        )
+        for name, doc, _field in _SLO_GAUGES:
+            yield GaugeMetricFamily(name, doc)
+
+    def collect(self) -> Iterator[Metric]:
+        """The families with the spec's values."""
+        threshold = self._spec().thresholds
+        enabled = GaugeMetricFamily(
+            "nodeqos_agent_nodeslo_resource_threshold_enabled",
+            "1 when the NodeSLO in force enables resourceUsedThresholdWithBE.",
+        )
+        enabled.add_metric([], 1.0 if threshold.enable else 0.0)
+        yield enabled
+        for name, doc, field in _SLO_GAUGES:
+            family = GaugeMetricFamily(name, doc)
+            value = getattr(threshold, field)
+            if value is not None:
+                family.add_metric([], float(value))
             yield family

@@ -8,8 +8,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
-from agent import health, states
+from agent import health, states, telemetry
 from cgroups import Driver
 from kube import events, rest
 from testbed import localcluster
@@ -158,3 +159,26 @@ def test_nodemetric_copy(
     assert obj["spec"]["metricCollectPolicy"] == {"reportIntervalSeconds": 45}
     kube.delete(f"{NODEMETRICS}/{node_name}")
     eventually(lambda: found.nodemetric() is None, "the NodeMetric gone")
+
+
+def test_nodeslo_gauges_follow_the_informer(
+    kube: rest.Rest, node_name: str, informer: tuple[states.States, health.Readiness]
+) -> None:
+    """A NodeSLO written to the API server shows in the agent's threshold gauges."""
+    found, _readiness = informer
+    registry = CollectorRegistry()
+    registry.register(telemetry.NodeSLOCollector(found.node_slo))
+    assert found.wait_synced(10)
+    put_nodeslo(
+        kube,
+        node_name,
+        {"resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressThresholdPercent": 37}},
+    )
+    eventually(
+        lambda: (
+            registry.get_sample_value("nodeqos_agent_nodeslo_cpu_suppress_threshold_percent")
+            == 37.0
+        ),
+        "the gauge at 37",
+    )
+    assert registry.get_sample_value("nodeqos_agent_nodeslo_resource_threshold_enabled") == 1.0

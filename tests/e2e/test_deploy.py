@@ -29,6 +29,8 @@ scenario overlays further.
 from __future__ import annotations
 
 import contextlib
+import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -365,3 +367,90 @@ def test_extender_serves_kube_scheduler(
         assert decision["status"] == "True" or "threshold" in decision.get("message", ""), decision
     finally:
         real_cluster.plane.start_scheduler(None)
+
+
+AGENT_PORT = 9316
+MANAGER_PORT = 10259
+SUPPRESS = "nodeqos_agent_nodeslo_cpu_suppress_threshold_percent"
+SLO_CONFIG = f"/api/v1/namespaces/{NAMESPACE}/configmaps/slo-controller-config"
+
+
+def scrape(url: str, prefix: str) -> float | None:
+    """The sum of the samples whose line starts with `prefix` at `url` (0 when none),
+    None while it does not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=20) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_configmap_change_reaches_every_agent(real_cluster: RealCluster, installed: str) -> None:
+    """Both manager replicas Ready; a new cluster cpuSuppressThresholdPercent in
+    slo-controller-config shows in every node's agent; the manager writes nothing
+    while nothing changes."""
+    kube = real_cluster.kube
+    ns_pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    nodes = set(real_cluster.nodes)
+
+    def by_label(name: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in kube.get(ns_pods, labelSelector=f"app.kubernetes.io/name={name}")["items"]
+            if ready(p)
+        ]
+
+    managers = wait_or_describe(
+        kube, lambda: (m := by_label("nodeqos-manager")) and len(m) == 2 and m, "2 Ready managers"
+    )
+
+    def agents_everywhere() -> dict[str, dict[str, Any]] | None:
+        found = {p["spec"]["nodeName"]: p for p in by_label("nodeqos-agent")}
+        return found if set(found) == nodes else None
+
+    agents = wait_or_describe(kube, agents_everywhere, "a Ready agent on every node")
+    urls = {n: f"http://{p['status']['podIP']}:{AGENT_PORT}/metrics" for n, p in agents.items()}
+
+    # Every agent on the shipped policy first (its NodeSLO from the manager).
+    config = kube.get(SLO_CONFIG)
+    thresholds = json.loads(config["data"]["resource-threshold-config"])
+    shipped = thresholds["clusterStrategy"]["cpuSuppressThresholdPercent"]
+    wait_or_describe(
+        kube,
+        lambda: all(scrape(u, f"{SUPPRESS} ") == shipped for u in urls.values()),
+        f"every agent at the shipped threshold {shipped}",
+    )
+
+    # Nothing changes: the manager's writes stay flat (summed over both replicas).
+    manager_urls = [f"http://{p['status']['podIP']}:{MANAGER_PORT}/metrics" for p in managers]
+
+    def writes() -> float | None:
+        counts = [scrape(u, "nodeqos_manager_writes_total") for u in manager_urls]
+        return None if None in counts else sum(c for c in counts if c is not None)
+
+    before = pods.wait_for(lambda: (w := writes()) is not None and (w,), "manager metrics")[0]
+    flat_until = time.monotonic() + 15
+    while time.monotonic() < flat_until:
+        assert writes() in (before, None), "the manager wrote while nothing changed"
+        time.sleep(1)
+
+    changed = shipped - 7
+    thresholds["clusterStrategy"]["cpuSuppressThresholdPercent"] = changed
+    started = time.monotonic()
+    kube.patch(SLO_CONFIG, {"data": {"resource-threshold-config": json.dumps(thresholds)}})
+    reached: dict[str, float] = {}
+
+    def all_reached() -> bool:
+        for node, url in urls.items():
+            if node not in reached and scrape(url, f"{SUPPRESS} ") == changed:
+                reached[node] = time.monotonic() - started
+        return set(reached) == nodes
+
+    # One reconcile (the change triggers it) plus the agent's informer delay: seconds.
+    wait_or_describe(kube, all_reached, f"every agent at the new threshold {changed}", timeout=60)
+    delay = max(reached.values())
+    print(
+        f"\n[{installed}] slo-controller-config change reached all {len(nodes)} agents in "
+        f"{delay:.2f}s (per node: { {n: round(s, 2) for n, s in sorted(reached.items())} })"
+    )
