@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from datetime import UTC, datetime
@@ -32,7 +29,7 @@ from typing import Any
 
 import psutil
 
-from bench import write_results
+from bench import manager, write_results
 from kube import rest
 from testbed import controlplane, localcluster
 
@@ -113,29 +110,8 @@ def run(count: int, seconds: float) -> dict[str, Any]:
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda i: setup_node(client, i), range(count)))
         print(f"registered {count} nodes + NodeMetrics in {time.monotonic() - started:.1f}s")
-        port = controlplane.free_port()
-        with tempfile.TemporaryFile() as log:
-            child = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "manager",
-                    f"--kubeconfig={plane.kubeconfig}",
-                    "--no-leader-elect",
-                    f"--config-namespace={NAMESPACE}",
-                    f"--metrics-addr=127.0.0.1:{port}",
-                ],
-                cwd=REPO,
-                stdout=log,
-                stderr=log,
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-            )
-            proc = psutil.Process(child.pid)
-            try:
-                return measure(client, count, seconds, port, proc)
-            finally:
-                child.terminate()
-                child.wait(30)
+        with manager.running_manager(plane, NAMESPACE) as (port, proc):
+            return measure(client, count, seconds, port, proc)
 
 
 def measure(

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,34 +113,50 @@ def run(count: int, steady_seconds: float) -> dict[str, Any]:
         )
         seconds = register(client, count)
         print(f"registered {count} nodes in {seconds:.1f}s", flush=True)
-        port = controlplane.free_port()
-        with tempfile.TemporaryFile() as log:
-            started = time.monotonic()
-            child = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "manager",
-                    f"--kubeconfig={plane.kubeconfig}",
-                    "--no-leader-elect",
-                    f"--config-namespace={NAMESPACE}",
-                    f"--metrics-addr=127.0.0.1:{port}",
-                ],
-                cwd=REPO,
-                stdout=log,
-                stderr=log,
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-            )
-            proc = psutil.Process(child.pid)
+        started = time.monotonic()
+        with running_manager(plane) as (port, proc):
             peak = [0]
+            return measure(client, cms, count, port, proc, peak, started, steady_seconds)
+
+
+@contextlib.contextmanager
+def running_manager(
+    plane: controlplane.ControlPlane, namespace: str = NAMESPACE
+) -> Iterator[tuple[int, psutil.Process]]:
+    """`python -m manager` against `plane`, without leader election: its metrics port and process.
+
+    Stopped (and the tail of its log printed) however the block ends; the
+    colocation bench starts it the same way.
+    """
+    port = controlplane.free_port()
+    with tempfile.TemporaryFile() as log:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "manager",
+                f"--kubeconfig={plane.kubeconfig}",
+                "--no-leader-elect",
+                f"--config-namespace={namespace}",
+                f"--metrics-addr=127.0.0.1:{port}",
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        try:
+            yield port, psutil.Process(child.pid)
+        finally:
+            child.terminate()
             try:
-                return measure(client, cms, count, port, proc, peak, started, steady_seconds)
-            finally:
-                child.terminate()
                 child.wait(30)
-                log.seek(0)
-                tail = log.read().decode(errors="replace").splitlines()[-5:]
-                print("manager log tail:\n  " + "\n  ".join(tail), flush=True)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            log.seek(0)
+            tail = log.read().decode(errors="replace").splitlines()[-5:]
+            print("manager log tail:\n  " + "\n  ".join(tail), flush=True)
 
 
 def measure(
