@@ -29,7 +29,6 @@ one after another; then all are opened up.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -196,11 +195,18 @@ def _non_daemon(pods: list[dict[str, Any]]) -> int:
 
 
 def _wait_bound(client: rest.Rest, want: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while _non_daemon(bound_pods(client)) < want:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"demo set-up: fewer than {want} pods bound after {timeout:.0f}s")
-        time.sleep(0.2)
+    """Until `want` pods are bound, as long as the scheduler keeps binding them.
+
+    On a busy machine the controllers and the scheduler can take minutes for a
+    handful of pods, so `timeout` bounds a stretch without a new binding, not
+    the whole wait.
+    """
+    localcluster.wait_drained(
+        lambda: max(0, want - _non_daemon(bound_pods(client))),
+        f"demo set-up: pods to be bound (of {want})",
+        stall_timeout=timeout,
+        interval=0.2,
+    )
 
 
 def millicores(pod: Mapping[str, Any]) -> int:

@@ -360,13 +360,20 @@ SLO = "slo.koordinator.sh"
             "watch", "configmaps", "", "", "nodeqos-system", False, id="no-other-configmaps"
         ),
         pytest.param("create", "events", "", "", "nodeqos-system", True, id="record-events"),
-        pytest.param("create", "events", "", "", "default", False, id="no-events-elsewhere"),
+        # Events on Nodes (cluster-scoped objects) are recorded in `default`
+        pytest.param("create", "events", "", "", "default", True, id="node-events-in-default"),
+        pytest.param("create", "events", "", "", "kube-system", False, id="no-events-elsewhere"),
         pytest.param(
             "update", "leases", "coordination.k8s.io", "", "nodeqos-system", True, id="lease"
         ),
         pytest.param("update", "nodes", "", "", "", False, id="no-node-writes"),
         pytest.param("get", "secrets", "", "", "nodeqos-system", False, id="no-secrets"),
-        pytest.param("list", "pods", "", "", "", False, id="no-pods"),
+        # the Batch formula needs the high-priority pods' requests (read-only)
+        pytest.param("list", "pods", "", "", "", True, id="read-pods"),
+        pytest.param("create", "pods", "", "", "default", False, id="no-pod-writes"),
+        pytest.param("delete", "pods", "", "", "default", False, id="no-pod-deletes"),
+        pytest.param("patch", "nodes", "", "status", "", True, id="node-status-patch"),
+        pytest.param("patch", "nodes", "", "", "", False, id="no-node-patch"),
     ],
 )
 def test_manager_rbac_is_least_privilege(
