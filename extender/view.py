@@ -202,15 +202,20 @@ class ClusterView:
         estimated = node.estimated if extra is None else loads.add(node.estimated, extra[0])
         fallback = _caps(limits, node.allocatable, estimated)
         if node.metric is None:
-            # No agent (yet): judged on the pods' estimates, never as idle; Koordinator
-            # passes it unjudged and scores it 0, as nodeqos does.
-            self._filter_rows[name] = (math.inf, fallback, thresholds.has_prod, fallback)
+            # No NodeMetric at all (no agent there): passed unjudged and scored 0, as
+            # Koordinator does. Nothing measures the node, so the filter cannot tell a
+            # full node from an empty one; a node whose agent has started (a NodeMetric
+            # without usage yet) is judged on its pods' estimates below.
+            self._filter_rows.pop(name, None)
             self._score_rows.pop(name, None)
             return
         update = node.metric.update_time
         expires = -math.inf if update is None else update + self.args.node_metric_expiration_seconds
-        if node.used is None:  # a NodeMetric without usage yet: the estimates, as Koordinator
-            self._filter_rows[name] = (expires, fallback, thresholds.has_prod, fallback)
+        if node.used is None:
+            # A NodeMetric without usage yet (its agent has just started, or it was
+            # created ahead of one): not refused on a guess, as Koordinator; scored on
+            # the pods' estimates, so an empty report is not read as an idle node.
+            self._filter_rows.pop(name, None)
             self._score_rows[name] = (expires, estimated, node.allocatable)
             return
         if thresholds.aggregated is not None:
@@ -330,7 +335,7 @@ class ClusterView:
 
         def judge(name: str) -> str | None:
             row = rows.get(name)
-            if row is None:  # not a node we know (no Node seen): nothing to judge on
+            if row is None:  # no NodeMetric, or no Node seen: nothing to judge on
                 return None
             expires, caps, has_prod, fallback = row
             expired = now >= expires and check_expiry

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from prometheus_client import CollectorRegistry
 
 from extender import args as argsmod
@@ -48,26 +47,19 @@ def incoming(cpu: str = "1") -> Any:
     return make_pod_dict("new", node=None, cpu=cpu, memory="64Mi")
 
 
-@pytest.mark.parametrize(
-    ("metric", "note"),
-    [
-        pytest.param(
-            just_started(),
-            "NodeMetric has no nodeUsage yet: estimated from pod requests",
-            id="empty-nodeusage",
-        ),
-        pytest.param(None, "no NodeMetric: estimated from pod requests", id="no-nodemetric"),
-    ],
-)
-def test_a_node_that_measured_nothing_is_judged_on_its_pods_estimates(
-    metric: dict[str, Any] | None, note: str
-) -> None:
-    """2.55 + 0.85 cores estimated = 85 percent > 65: refused, and the reason says why."""
-    view = view_with(metric, busy())
-    verdict = view.filter(view.project_pod(incoming()), ["n1"])
-    assert verdict.failed == {
-        "n1": f"node n1: cpu usage 85 percent > threshold 65 percent ({note})"
-    }
+def test_a_node_whose_agent_started_is_not_refused_on_a_guess() -> None:
+    """NodeMetric without usage yet: the filter passes it (as Koordinator) rather than refuse
+    on estimates; the score, below, reads the estimates, never an idle node."""
+    view = view_with(just_started(), busy())
+    assert view.filter(view.project_pod(incoming()), ["n1"]).passed == ["n1"]
+
+
+def test_a_node_without_a_nodemetric_passes_unjudged_as_in_koordinator() -> None:
+    """No agent there at all: nothing measures it, so the filter passes it and scores it 0."""
+    view = view_with(None, busy())
+    pod = view.project_pod(incoming())
+    assert view.filter(pod, ["n1"]).passed == ["n1"]
+    assert view.scores(pod, ["n1"]) == [0]
 
 
 def test_an_empty_node_that_measured_nothing_still_takes_pods() -> None:
