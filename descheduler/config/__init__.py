@@ -15,7 +15,6 @@ The loader is always handed the plugin catalog; it never imports the plugins.
 
 from descheduler.config.catalog import ENTRY_POINT_GROUP, ExtensionPoint, PluginSpec
 from descheduler.config.common import IncludeExclude, IntOrPercent, Namespaces, PriorityThreshold
-from descheduler.config.errors import ConfigError, FieldError, FieldPath
 from descheduler.config.fields import API_VERSION, PluginArgs
 from descheduler.config.loader import (
     decode_configuration,
@@ -32,6 +31,7 @@ from descheduler.config.model import (
     MetricsSource,
     Profile,
 )
+from kube.configstruct import ConfigError, FieldError, FieldPath
 
 __all__ = [
     "API_VERSION",

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from descheduler.config import codecs, fields, selectors
-from descheduler.config.errors import Errors, FieldPath, Invalid
 from kube import objects
+from kube.configstruct import Errors, FieldPath, Invalid
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -18,9 +18,9 @@ import yaml
 
 from descheduler.config import fields
 from descheduler.config.catalog import PluginSpec
-from descheduler.config.errors import ConfigError, Errors, FieldError
 from descheduler.config.model import ConfigKind, DeschedulerConfiguration
 from descheduler.config.profiles import decode_profiles
+from kube.configstruct import ConfigError, Errors, FieldError
 
 ACCEPTED_KINDS = tuple(kind.value for kind in ConfigKind)
 

@@ -20,8 +20,8 @@ from types import MappingProxyType
 
 from descheduler.config import codecs, fields, selectors
 from descheduler.config.catalog import ExtensionPoint
-from descheduler.config.errors import Errors, FieldPath, Invalid
 from descheduler.config.selectors import LabelSelector
+from kube.configstruct import Errors, FieldPath, Invalid
 
 
 class ConfigKind(enum.StrEnum):

@@ -18,10 +18,9 @@ from types import MappingProxyType
 
 from descheduler.config import fields, selectors
 from descheduler.config.catalog import ENTRY_POINT_GROUP, POINT_KEYS, ExtensionPoint, PluginSpec
-from descheduler.config.codecs import describe
-from descheduler.config.errors import Errors, FieldPath, Invalid, Reported
 from descheduler.config.model import DEFAULT_PLUGINS, ConfigKind, Profile
 from descheduler.config.selectors import LabelSelector
+from kube.configstruct import Errors, FieldPath, Invalid, Reported, describe
 
 DEFAULT_PROFILE_NAME = "koord-descheduler"
 

@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping
 
 from descheduler.config import codecs, fields
-from descheduler.config.codecs import describe
-from descheduler.config.errors import Errors, FieldPath, Invalid, Reported
 from kube import selectors as kube_selectors
+from kube.configstruct import Errors, FieldPath, Invalid, Reported, describe
 
 LabelSelector = kube_selectors.LabelSelector
 

@@ -49,9 +49,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from descheduler.config import ENTRY_POINT_GROUP, ExtensionPoint, FieldPath, PluginArgs
-from descheduler.config.codecs import describe
-from descheduler.config.errors import Errors
 from descheduler.framework.registry import Registry, RegistryError
+from kube.configstruct import Errors, describe
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from descheduler.config import codecs, common, durations, selectors
+from descheduler.config import codecs, common, selectors
 from descheduler.config.errors import Errors, FieldPath, Invalid, Reported
+from kube import configcodecs, quantity
 from kube import selectors as kube_selectors
 
 
@@ -28,14 +29,14 @@ from kube import selectors as kube_selectors
 )
 def test_go_durations_parse(text: str, expected: timedelta) -> None:
     """Go's time.ParseDuration syntax is understood."""
-    assert durations.parse(text) == expected
+    assert quantity.parse_go_duration(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "5", "5 m", "1d", "m", "1h-5m", "."])
 def test_bad_go_durations_are_rejected(text: str) -> None:
     """Anything ParseDuration rejects is rejected."""
     with pytest.raises(ValueError):
-        durations.parse(text)
+        quantity.parse_go_duration(text)
 
 
 @pytest.mark.parametrize(
@@ -55,8 +56,8 @@ def test_bad_go_durations_are_rejected(text: str) -> None:
 )
 def test_durations_render_like_go_and_parse_back(value: timedelta, text: str) -> None:
     """Written durations look like Go's Duration.String and read back equal."""
-    assert durations.render(value) == text
-    assert durations.parse(text) == value
+    assert configcodecs.render_duration(value) == text
+    assert quantity.parse_go_duration(text) == value
 
 
 def decode(codec: codecs.Codec[object], raw: object) -> object:

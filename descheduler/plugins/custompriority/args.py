@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from descheduler.config import codecs, common, fields, selectors
 from descheduler.config.common import IncludeExclude
-from descheduler.config.errors import Errors, FieldPath
+from kube.configstruct import Errors, FieldPath
 from kube.selectors import LabelSelector
 
 # k8s.io/apimachinery validation.IsDNS1123Subdomain

@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from descheduler.config import codecs, common, fields, selectors
 from descheduler.config.common import PriorityThreshold
-from descheduler.config.errors import Errors, FieldPath
 from descheduler.config.selectors import LabelSelector
+from kube.configstruct import Errors, FieldPath
 
 
 class NoEvictionPolicy(enum.StrEnum):

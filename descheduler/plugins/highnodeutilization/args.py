@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from descheduler.config import codecs, common, fields
 from descheduler.config.common import IncludeExclude
-from descheduler.config.errors import Errors, FieldPath
+from kube.configstruct import Errors, FieldPath
 
 
 class EvictionMode(enum.StrEnum):

@@ -27,8 +27,8 @@ from typing import ClassVar, Self
 
 from descheduler.config import codecs, common, fields, selectors
 from descheduler.config.common import IncludeExclude
-from descheduler.config.errors import Errors, FieldPath
 from descheduler.config.selectors import LabelSelector
+from kube.configstruct import Errors, FieldPath
 
 DEFAULT_POOL_NAME = "__default_node_pool__"  # Koordinator's name for the top-level pool
 _DEFAULT_WEIGHTS = ("cpu", "memory")

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 from descheduler.config import codecs, common, fields
 from descheduler.config.common import IncludeExclude
-from descheduler.config.errors import Errors, FieldPath
 from descheduler.config.model import MetricsSource
+from kube.configstruct import Errors, FieldPath
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -18,8 +18,8 @@ from typing import ClassVar, Self
 
 from descheduler.config import codecs, common, fields, selectors
 from descheduler.config.common import IncludeExclude, IntOrPercent, PriorityThreshold
-from descheduler.config.errors import Errors, FieldPath
 from descheduler.config.selectors import LabelSelector
+from kube.configstruct import Errors, FieldPath
 
 
 class EvictionPolicy(enum.StrEnum):

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from descheduler.config import codecs, common, fields
 from descheduler.config.common import IncludeExclude
-from descheduler.config.errors import Errors, FieldPath
+from kube.configstruct import Errors, FieldPath
 
 # Pod phases, pod status reasons, container waiting and terminated reasons.
 STATES = (

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from descheduler.config import codecs, common, fields
-from descheduler.config.errors import Errors, FieldPath
+from kube.configstruct import Errors, FieldPath
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

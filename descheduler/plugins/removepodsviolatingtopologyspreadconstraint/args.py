@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
 from descheduler.config import codecs, common, fields
-from descheduler.config.errors import Errors, FieldPath
+from kube.configstruct import Errors, FieldPath
 
 
 class Constraint(enum.StrEnum):
