@@ -21,13 +21,14 @@ import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from types import MappingProxyType
 from typing import Any
 
 import yaml
 
 from extender.framework import interfaces
-from kube import quantity
+from kube import configcodecs as codecs
+from kube import configstruct
+from kube.configstruct import spec
 
 __all__ = [
     "AGGREGATION_TYPES",
@@ -41,30 +42,42 @@ __all__ = [
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 KIND = "LoadAwareSchedulingArgs"
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
-ESTIMATORS = ("", "defaultEstimator")
-
-
-def _frozen(values: Mapping[str, int]) -> Mapping[str, int]:
-    return MappingProxyType(dict(values))
-
+_frozen = codecs.frozen_map
 
 DEFAULT_RESOURCE_WEIGHTS = _frozen({"cpu": 1, "memory": 1})
 DEFAULT_USAGE_THRESHOLDS = _frozen({"cpu": 65, "memory": 95})
 DEFAULT_SCALING_FACTORS = _frozen({"cpu": 85, "memory": 70})
 
+_BOOL, _POSITIVE, _PERCENT = codecs.BOOL, codecs.POSITIVE, codecs.PERCENT
+_THRESHOLDS = codecs.MapOf(codecs.PERCENT)  # resource name -> percent
+_WEIGHTS = codecs.MapOf(codecs.Integer(minimum=1, maximum=100))
+_AGGREGATION = codecs.KeyChoice(("", *AGGREGATION_TYPES))
+
 
 ArgsError = interfaces.ArgsError  # the framework's: every plugin's args report problems alike
+
+
+def _map(key: str, codec: codecs.MapOf[int], default: Mapping[str, int]) -> Any:
+    return field(default_factory=lambda: default, metadata=spec(key, codec))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AggregatedArgs:
     """`aggregated`: thresholds and scores on percentiles of the NodeMetric's aggregated usage."""
 
-    usage_thresholds: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
-    usage_aggregation_type: str = ""
-    usage_aggregated_duration: timedelta = timedelta(0)
-    score_aggregation_type: str = ""
-    score_aggregated_duration: timedelta = timedelta(0)
+    usage_thresholds: Mapping[str, int] = _map("usageThresholds", _THRESHOLDS, _frozen({}))
+    usage_aggregation_type: str = field(
+        default="", metadata=spec("usageAggregationType", _AGGREGATION)
+    )
+    usage_aggregated_duration: timedelta = field(
+        default=timedelta(0), metadata=spec("usageAggregatedDuration", codecs.DURATION)
+    )
+    score_aggregation_type: str = field(
+        default="", metadata=spec("scoreAggregationType", _AGGREGATION)
+    )
+    score_aggregated_duration: timedelta = field(
+        default=timedelta(0), metadata=spec("scoreAggregatedDuration", codecs.DURATION)
+    )
 
     @property
     def filters(self) -> bool:
@@ -76,34 +89,59 @@ class AggregatedArgs:
 class LoadAwareArgs:
     """The extender's behaviour; field docs are on the wire names in docs/scheduler-extender.md."""
 
-    filter_expired_node_metrics: bool = True
-    node_metric_expiration_seconds: int = 180
-    enable_schedule_when_node_metrics_expired: bool = True
-    resource_weights: Mapping[str, int] = field(default_factory=lambda: DEFAULT_RESOURCE_WEIGHTS)
-    dominant_resource_weight: int = 0
-    usage_thresholds: Mapping[str, int] = field(default_factory=lambda: DEFAULT_USAGE_THRESHOLDS)
-    prod_usage_thresholds: Mapping[str, int] = field(default_factory=lambda: _frozen({}))
-    prod_usage_include_sys: bool = False
-    score_according_prod_usage: bool = False
-    estimator: str = ""
-    estimated_scaling_factors: Mapping[str, int] = field(
-        default_factory=lambda: DEFAULT_SCALING_FACTORS
+    filter_expired_node_metrics: bool = field(
+        default=True, metadata=spec("filterExpiredNodeMetrics", _BOOL)
     )
-    estimated_seconds_after_pod_scheduled: int | None = None
-    estimated_seconds_after_initialized: int | None = None
-    allow_customize_estimation: bool = False
-    aggregated: AggregatedArgs | None = None
-    supported_resources: tuple[str, ...] = ()
+    node_metric_expiration_seconds: int = field(
+        default=180, metadata=spec("nodeMetricExpirationSeconds", _POSITIVE)
+    )
+    enable_schedule_when_node_metrics_expired: bool = field(
+        default=True, metadata=spec("enableScheduleWhenNodeMetricsExpired", _BOOL)
+    )
+    resource_weights: Mapping[str, int] = _map(
+        "resourceWeights", _WEIGHTS, DEFAULT_RESOURCE_WEIGHTS
+    )
+    dominant_resource_weight: int = field(
+        default=0, metadata=spec("dominantResourceWeight", _PERCENT)
+    )
+    usage_thresholds: Mapping[str, int] = _map(
+        "usageThresholds", _THRESHOLDS, DEFAULT_USAGE_THRESHOLDS
+    )
+    prod_usage_thresholds: Mapping[str, int] = _map("prodUsageThresholds", _THRESHOLDS, _frozen({}))
+    prod_usage_include_sys: bool = field(default=False, metadata=spec("prodUsageIncludeSys", _BOOL))
+    score_according_prod_usage: bool = field(
+        default=False, metadata=spec("scoreAccordingProdUsage", _BOOL)
+    )
+    estimator: str = field(
+        default="", metadata=spec("estimator", codecs.KeyChoice(("", "defaultEstimator")))
+    )
+    estimated_scaling_factors: Mapping[str, int] = _map(
+        "estimatedScalingFactors", _WEIGHTS, DEFAULT_SCALING_FACTORS
+    )
+    estimated_seconds_after_pod_scheduled: int | None = field(
+        default=None, metadata=spec("estimatedSecondsAfterPodScheduled", _POSITIVE)
+    )
+    estimated_seconds_after_initialized: int | None = field(
+        default=None, metadata=spec("estimatedSecondsAfterInitialized", _POSITIVE)
+    )
+    allow_customize_estimation: bool = field(
+        default=False, metadata=spec("allowCustomizeEstimation", _BOOL)
+    )
+    aggregated: AggregatedArgs | None = field(
+        default=None, metadata=spec("aggregated", configstruct.Nested(AggregatedArgs))
+    )
+    supported_resources: tuple[str, ...] = field(
+        default=(), metadata=spec("supportedResources", codecs.ListOf(codecs.NAME))
+    )
 
     @classmethod
     def from_mapping(cls, raw: object, path: str) -> LoadAwareArgs:
         """The plugin surface's decoder: `decode_args` with every problem under `path`."""
-        try:
-            return decode_args(raw)
-        except ArgsError as err:
-            if not path:
-                raise
-            raise ArgsError([_under(path, problem) for problem in err.problems]) from None
+        return decode_args(raw, configstruct.FieldPath(path))
+
+    def to_mapping(self) -> dict[str, object]:
+        """The defaulted args under their wire names, headed by apiVersion and kind."""
+        return {"apiVersion": API_VERSIONS[0], "kind": KIND, **configstruct.encode_object(self)}
 
     @property
     def resources(self) -> tuple[str, ...]:
@@ -123,140 +161,25 @@ class LoadAwareArgs:
         return tuple(dict.fromkeys(names))
 
 
-# wire name -> (attribute, kind); kinds are checked by `_decode_value`.
-_FIELDS: dict[str, tuple[str, str]] = {
-    "filterExpiredNodeMetrics": ("filter_expired_node_metrics", "bool"),
-    "nodeMetricExpirationSeconds": ("node_metric_expiration_seconds", "positive"),
-    "enableScheduleWhenNodeMetricsExpired": ("enable_schedule_when_node_metrics_expired", "bool"),
-    "resourceWeights": ("resource_weights", "weights"),
-    "dominantResourceWeight": ("dominant_resource_weight", "percent"),
-    "usageThresholds": ("usage_thresholds", "thresholds"),
-    "prodUsageThresholds": ("prod_usage_thresholds", "thresholds"),
-    "prodUsageIncludeSys": ("prod_usage_include_sys", "bool"),
-    "scoreAccordingProdUsage": ("score_according_prod_usage", "bool"),
-    "estimator": ("estimator", "estimator"),
-    "estimatedScalingFactors": ("estimated_scaling_factors", "weights"),
-    "estimatedSecondsAfterPodScheduled": ("estimated_seconds_after_pod_scheduled", "positive"),
-    "estimatedSecondsAfterInitialized": ("estimated_seconds_after_initialized", "positive"),
-    "allowCustomizeEstimation": ("allow_customize_estimation", "bool"),
-    "aggregated": ("aggregated", "aggregated"),
-    "supportedResources": ("supported_resources", "names"),
-}
-_AGGREGATED_FIELDS: dict[str, tuple[str, str]] = {
-    "usageThresholds": ("usage_thresholds", "thresholds"),
-    "usageAggregationType": ("usage_aggregation_type", "aggregation"),
-    "usageAggregatedDuration": ("usage_aggregated_duration", "duration"),
-    "scoreAggregationType": ("score_aggregation_type", "aggregation"),
-    "scoreAggregatedDuration": ("score_aggregated_duration", "duration"),
-}
-
-
-def _under(path: str, problem: str) -> str:
-    if problem.startswith("the document:"):
-        return path + problem.removeprefix("the document")
-    return f"{path}.{problem}"
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _resource_map(raw: object, path: str, lo: int, errors: list[str]) -> Mapping[str, int]:
-    if not isinstance(raw, Mapping):
-        errors.append(f"{path}: must be a map of resource name to integer, e.g. {{cpu: 65}}")
-        return _frozen({})
-    out: dict[str, int] = {}
-    for name, value in raw.items():
-        where = f"{path}.{name}"
-        if not isinstance(name, str) or not name:
-            errors.append(f"{path}: resource names must be non-empty strings (got {name!r})")
-        elif not _is_int(value):
-            errors.append(f"{where}: must be an integer (got {value!r})")
-        elif not lo <= value <= 100:
-            errors.append(f"{where}: must be within [{lo}, 100] (got {value})")
-        else:
-            out[name] = value
-    return _frozen(out)
-
-
-def _decode_value(kind: str, raw: object, path: str, errors: list[str]) -> Any:
-    """The typed value of one field, or `dataclasses.MISSING` after recording the problem."""
-    bad = dataclasses.MISSING
-    if kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        errors.append(f"{path}: must be true or false (got {raw!r})")
-    elif kind in ("positive", "percent"):
-        lo, hi = (1, None) if kind == "positive" else (0, 100)
-        if not _is_int(raw):
-            errors.append(f"{path}: must be an integer (got {raw!r})")
-        elif raw < lo or (hi is not None and raw > hi):  # type: ignore[operator]
-            span = f"within [{lo}, {hi}]" if hi is not None else "a positive integer"
-            errors.append(f"{path}: must be {span} (got {raw})")
-        else:
-            return raw
-    elif kind == "thresholds":
-        return _resource_map(raw, path, 0, errors)
-    elif kind == "weights":
-        return _resource_map(raw, path, 1, errors)
-    elif kind == "estimator":
-        if raw in ESTIMATORS:
-            return raw
-        errors.append(f"{path}: the only estimator is 'defaultEstimator' (got {raw!r})")
-    elif kind == "aggregation":
-        if raw == "" or raw in AGGREGATION_TYPES:
-            return raw
-        errors.append(f"{path}: must be one of {', '.join(AGGREGATION_TYPES)} (got {raw!r})")
-    elif kind == "duration":
-        try:
-            value = quantity.parse_go_duration(str(raw)) if isinstance(raw, str) else None
-        except ValueError:
-            value = None
-        if value is None or value < timedelta(0):
-            errors.append(f"{path}: must be a duration such as 5m or 300s (got {raw!r})")
-        else:
-            return value
-    elif kind == "names":
-        if isinstance(raw, list) and all(isinstance(n, str) and n for n in raw):
-            return tuple(raw)
-        errors.append(f"{path}: must be a list of resource names (got {raw!r})")
-    elif kind == "aggregated":
-        return _decode_struct(AggregatedArgs, _AGGREGATED_FIELDS, raw, path, errors)
-    return bad
-
-
-def _decode_struct(
-    cls: type[Any], fields: Mapping[str, tuple[str, str]], raw: object, path: str, errors: list[str]
-) -> Any:
-    if not isinstance(raw, Mapping):
-        errors.append(f"{path or 'the document'}: must be a map (got {type(raw).__name__})")
-        return cls()
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        where = f"{path}.{key}" if path else str(key)
-        if key not in fields:
-            errors.append(f"{where}: unknown field; known fields are {', '.join(sorted(fields))}")
-            continue
-        if value is None:
-            continue  # JSON null: unset, the default applies
-        attribute, kind = fields[key]
-        decoded = _decode_value(kind, value, where, errors)
-        if decoded is not dataclasses.MISSING:
-            values[attribute] = decoded
-    return cls(**values)
-
-
-def decode_args(raw: object) -> LoadAwareArgs:
+def decode_args(raw: object, path: configstruct.FieldPath = configstruct.ROOT) -> LoadAwareArgs:
     """Defaulted, validated args from a parsed document; raises `ArgsError` listing every problem."""
-    errors: list[str] = []
-    body = dict(raw) if isinstance(raw, Mapping) else raw
-    if isinstance(body, dict):
-        version, kind = body.pop("apiVersion", None), body.pop("kind", None)
+    errors = configstruct.Errors()
+    if isinstance(raw, Mapping):
+        version, kind = raw.get("apiVersion"), raw.get("kind")
         if version is not None and version not in API_VERSIONS:
-            errors.append(f"apiVersion: must be one of {', '.join(API_VERSIONS)} (got {version!r})")
+            errors.add(
+                path.child("apiVersion"),
+                f"must be one of {', '.join(API_VERSIONS)} (got {version!r})",
+            )
         if kind is not None and kind != KIND:
-            errors.append(f"kind: must be {KIND} (got {kind!r})")
-    args: LoadAwareArgs = _decode_struct(LoadAwareArgs, _FIELDS, body or {}, "", errors)
+            errors.add(path.child("kind"), f"must be {KIND} (got {kind!r})")
+    try:
+        args = configstruct.decode_object(
+            LoadAwareArgs, raw, path, errors, handled=("apiVersion", "kind")
+        )
+    except configstruct.Invalid as err:
+        errors.add(path, err.message)
+        args = LoadAwareArgs()
     # Koordinator's defaulting: empty maps mean "the defaults"; scaling factors are
     # completed key by key.
     changes: dict[str, Any] = {}
@@ -270,12 +193,13 @@ def decode_args(raw: object) -> LoadAwareArgs:
     args = dataclasses.replace(args, **changes)
     for name in args.resource_weights:
         if name not in args.estimated_scaling_factors:
-            errors.append(
-                f"estimatedScalingFactors.{name}: missing; every resource in resourceWeights "
-                "needs a scaling factor to estimate new pods"
+            errors.add(
+                path.child("estimatedScalingFactors").key(name),
+                "missing; every resource in resourceWeights needs a scaling factor to estimate"
+                " new pods",
             )
-    if errors:
-        raise ArgsError(errors)
+    if len(errors):
+        raise ArgsError([str(error) for error in errors])
     return args
 
 

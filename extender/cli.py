@@ -14,14 +14,12 @@ Stateless: no leader election; run two replicas behind the Service. Ready
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import pathlib
 import signal
 import sys
 import threading
 import time
-from datetime import timedelta
 from typing import Any
 
 import click
@@ -31,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from extender import args as argsmod
 from extender import framework, plugins, server
 from extender.framework import config
-from kube import quantity, rest
+from kube import rest
 
 EXIT_CONFIG = 2
 SWITCH_INTERVAL = 0.0005  # seconds; see serve()
@@ -44,46 +42,16 @@ def _parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def _wire(value: Any) -> Any:
-    if isinstance(value, timedelta):
-        return quantity.format_go_duration(value)
-    if isinstance(value, tuple):
-        return list(value)
-    if hasattr(value, "items"):
-        return dict(value.items())
-    return value
-
-
-def dump_args(args: argsmod.LoadAwareArgs) -> dict[str, Any]:
-    """The defaulted args under their wire names."""
-    wire_of = {attr: wire for wire, (attr, _) in argsmod._FIELDS.items()}
-    agg_wire = {attr: wire for wire, (attr, _) in argsmod._AGGREGATED_FIELDS.items()}
-    out: dict[str, Any] = {"apiVersion": argsmod.API_VERSIONS[0], "kind": argsmod.KIND}
-    for f in dataclasses.fields(args):
-        value = getattr(args, f.name)
-        if value is None:
-            continue
-        if isinstance(value, argsmod.AggregatedArgs):
-            out[wire_of[f.name]] = {
-                agg_wire[g.name]: _wire(getattr(value, g.name)) for g in dataclasses.fields(value)
-            }
-        else:
-            out[wire_of[f.name]] = _wire(value)
-    return out
-
-
 def dump_config(profile: framework.Profile) -> dict[str, Any]:
     """A profile as a config file: LoadAwareScheduling's args defaulted, others as decoded."""
     if profile.legacy:
-        return dump_args(profile.args[config.LEGACY_PLUGIN])  # type: ignore[arg-type]
+        return profile.args[config.LEGACY_PLUGIN].to_mapping()  # type: ignore[attr-defined,no-any-return]
     plugin_config = []
     for name, args in profile.args.items():
+        to_mapping = getattr(args, "to_mapping", None)
+        wire = to_mapping() if callable(to_mapping) else {}
         if isinstance(args, argsmod.LoadAwareArgs):
-            wire = dump_args(args)
             wire.pop("apiVersion"), wire.pop("kind")
-        else:
-            to_mapping = getattr(args, "to_mapping", None)
-            wire = to_mapping() if callable(to_mapping) else {}
         plugin_config.append({"name": name, "args": wire})
     plugins: dict[str, Any] = {}
     if profile.filter:

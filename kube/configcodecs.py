@@ -308,7 +308,8 @@ class KeyChoice(Codec[str]):
 
     def decode(self, raw: object, path: FieldPath, errors: Errors) -> str:
         if not isinstance(raw, str) or raw not in self.allowed:
-            raise Invalid(f"must be one of: {', '.join(self.allowed)}")
+            shown = ", ".join(name for name in self.allowed if name)  # "" (unset) goes unsaid
+            raise Invalid(f"must be one of: {shown}")
         return raw
 
     def encode(self, value: str) -> object:

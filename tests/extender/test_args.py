@@ -64,18 +64,17 @@ def test_every_problem_is_reported_with_its_field_path() -> None:
     with pytest.raises(argsmod.ArgsError) as caught:
         argsmod.decode_args(raw)
     problems = caught.value.problems
-    assert any(p.startswith("usageTreshold: unknown field; known fields are") for p in problems)
+    assert 'usageTreshold: unknown field (did you mean "usageThresholds"?)' in problems
     assert "usageThresholds.cpu: must be within [0, 100] (got 165)" in problems
-    assert "usageThresholds.memory: must be an integer (got 'high')" in problems
-    assert "nodeMetricExpirationSeconds: must be a positive integer (got 0)" in problems
-    assert "filterExpiredNodeMetrics: must be true or false (got 'yes')" in problems
+    assert "usageThresholds.memory: must be an integer, not a string" in problems
+    assert "nodeMetricExpirationSeconds: must be >= 1" in problems
+    assert "filterExpiredNodeMetrics: must be true or false, not a string" in problems
+    assert "aggregated.usageAggregationType: must be one of: avg, p50, p90, p95, p99" in problems
     assert any(
-        p.startswith("aggregated.usageAggregationType: must be one of avg") for p in problems
+        p.startswith("aggregated.usageAggregatedDuration: invalid duration 'soon' (use Go syntax")
+        for p in problems
     )
-    assert any(
-        p.startswith("aggregated.usageAggregatedDuration: must be a duration") for p in problems
-    )
-    assert any(p.startswith("estimatedScalingFactors.nvidia.com/gpu: missing") for p in problems)
+    assert any(p.startswith("estimatedScalingFactors[nvidia.com/gpu]: missing") for p in problems)
     assert len(problems) == 8
 
 
