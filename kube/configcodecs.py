@@ -68,10 +68,15 @@ class Boolean(Codec[bool]):
 
 @dataclass(frozen=True, slots=True)
 class Integer(Codec[int]):
+    """An integer; `whole_floats` also takes a JSON number written 60.0 (as 60)."""
+
     minimum: int | None = None
     maximum: int | None = None
+    whole_floats: bool = False
 
     def decode(self, raw: object, path: FieldPath, errors: Errors) -> int:
+        if self.whole_floats and isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise Invalid(f"must be an integer, not {describe(raw)}")
         low, high = self.minimum, self.maximum

@@ -216,24 +216,19 @@ def decode_value(codec: Codec[T], raw: object, path: FieldPath, errors: Errors) 
     return None
 
 
-def decode_object(
-    cls: type[T],
-    raw: object,
-    path: FieldPath,
-    errors: Errors,
-    *,
-    handled: Collection[str] = (),
-) -> T:
-    """Build `cls` from the mapping `raw`; keys in `handled` are left to the caller.
+def decode_fields(
+    cls: type[Any], raw: object, path: FieldPath, errors: Errors, *, handled: Collection[str] = ()
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """The fields `raw` sets, by attribute name, and the keys that failed; see `decode_object`.
 
-    A null counts as "not set", as it does for Go's pointer fields.
+    For a struct merged over a base: `dataclasses.replace(base, **changes)`.
     """
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise Invalid(f"must be a mapping, not {describe(raw)}")
     specs = _specs(cls)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     failed: set[str] = set()
     for key, item in raw.items():
         if not isinstance(key, str):
@@ -254,10 +249,26 @@ def decode_object(
         if found.required and raw.get(key) is None:
             errors.add(path.child(key), f"required; set {key}")
             failed.add(key)
+    return values, frozenset(failed)
+
+
+def decode_object(
+    cls: type[T],
+    raw: object,
+    path: FieldPath,
+    errors: Errors,
+    *,
+    handled: Collection[str] = (),
+) -> T:
+    """Build `cls` from the mapping `raw`; keys in `handled` are left to the caller.
+
+    A null counts as "not set", as it does for Go's pointer fields.
+    """
+    values, failed = decode_fields(cls, raw, path, errors, handled=handled)
     obj = cls(**values)
     check: Callable[[FieldPath, Errors, frozenset[str]], None] | None = getattr(obj, "check", None)
     if check is not None:
-        check(path, errors, frozenset(failed))
+        check(path, errors, failed)
     return obj
 
 
