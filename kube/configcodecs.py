@@ -78,7 +78,9 @@ class Integer(Codec[int]):
         if self.whole_floats and isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
         if isinstance(raw, bool) or not isinstance(raw, int):
-            raise Invalid(f"must be an integer, not {describe(raw)}")
+            raise Invalid(
+                f"must be an integer, not {raw if isinstance(raw, float) else describe(raw)}"
+            )
         low, high = self.minimum, self.maximum
         if low is not None and high is not None and not low <= raw <= high:
             raise Invalid(f"must be within [{low}, {high}] (got {raw})")

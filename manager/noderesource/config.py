@@ -112,7 +112,7 @@ def _strategy(
 ) -> ColocationStrategy:
     try:
         changes, _ = configstruct.decode_fields(
-            ColocationStrategy, raw, path, errors, handled=skip | _IGNORED
+            ColocationStrategy, raw, path, errors, handled=sorted(skip | _IGNORED)
         )
     except configstruct.Invalid as err:
         errors.add(path, err.message)
