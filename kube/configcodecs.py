@@ -8,6 +8,7 @@ a number and `20` is not a duration. Imports nothing of nodeqos outside `kube`.
 
 from __future__ import annotations
 
+import copy
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ __all__ = [
     "BOOL",
     "DURATION",
     "INTEGER",
+    "JSON",
+    "JSON_LIST",
     "NAME",
     "NON_NEGATIVE",
     "NUMBER",
@@ -40,6 +43,7 @@ __all__ = [
     "MapOf",
     "Number",
     "NumberOrNumericString",
+    "Opaque",
     "Quantity",
     "String",
     "frozen_map",
@@ -209,20 +213,35 @@ class Duration(Codec[timedelta]):
 
 
 @dataclass(frozen=True, slots=True)
-class Quantity(Codec[str]):
+class Quantity(Codec[str | int | float]):
     """A Kubernetes quantity (`"500m"`, `"2Gi"`, `4`), kept as written."""
 
-    def decode(self, raw: object, path: FieldPath, errors: Errors) -> str:
+    def decode(self, raw: object, path: FieldPath, errors: Errors) -> str | int | float:
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             raise Invalid(f'must be a quantity such as "500m" or "2Gi", not {describe(raw)}')
         try:
             quantity.parse_quantity(raw)
         except ValueError:
             raise Invalid(f'invalid quantity {raw!r} (write it like "500m" or "2Gi")') from None
-        return str(raw)
+        return raw
 
-    def encode(self, value: str) -> object:
+    def encode(self, value: str | int | float) -> object:
         return value
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque(Codec[object]):
+    """JSON kept as is (an object, or a list with `list_`), deep-copied in and out."""
+
+    list_: bool = False
+
+    def decode(self, raw: object, path: FieldPath, errors: Errors) -> object:
+        if not isinstance(raw, list if self.list_ else Mapping):
+            raise Invalid(f"must be {'a list' if self.list_ else 'a mapping'}, not {describe(raw)}")
+        return copy.deepcopy(raw)
+
+    def encode(self, value: object) -> object:
+        return copy.deepcopy(list(value) if self.list_ else dict(value))  # type: ignore[call-overload]
 
 
 def _decimal(value: int, unit: int) -> str:
@@ -335,3 +354,5 @@ POSITIVE_DURATION = Duration(positive=True)
 STRINGS = ListOf(STRING)
 PERCENT = Integer(minimum=0, maximum=100)
 QUANTITY = Quantity()
+JSON = Opaque()
+JSON_LIST = Opaque(list_=True)

@@ -25,6 +25,7 @@ Imports nothing of nodeqos outside `kube`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import re
@@ -211,7 +212,7 @@ def decode_value(codec: Codec[T], raw: object, path: FieldPath, errors: Errors) 
     except Reported:
         pass
     else:
-        if len(errors) == before:
+        if len(errors) == before or getattr(codec, "partial", False):
             return value
     return None
 
@@ -283,15 +284,55 @@ def encode_object(obj: object) -> dict[str, object]:
 
 
 class Nested(Codec[T]):
-    """A field holding another config dataclass."""
+    """A field holding another config dataclass; `partial` keeps its good fields (`decode_partial`)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ("cls", "partial")
 
-    def __init__(self, cls: type[T]) -> None:
+    def __init__(self, cls: type[T], *, partial: bool = False) -> None:
         self.cls = cls
+        self.partial = partial
 
     def decode(self, raw: object, path: FieldPath, errors: Errors) -> T:
+        if self.partial:
+            return self.cls(**decode_fields(self.cls, raw, path, errors)[0])
         return decode_object(self.cls, raw, path, errors)
 
     def encode(self, value: T) -> object:
         return encode_object(value)
+
+
+def decode_partial(cls: type[T], raw: object, path: FieldPath, errors: Errors) -> T:
+    """Go's `json.Unmarshal` into pointer fields: every problem reported, the field at fault
+    left unset (None), every good field kept, nested `partial` structs likewise; never raises."""
+    try:
+        return cls(**decode_fields(cls, raw, path, errors)[0])
+    except Invalid as err:
+        errors.add(path, err.message)
+        return cls()
+
+
+def merge(base: T, override: T) -> T:
+    """`override` over `base`, as Go's `json.Unmarshal` of the override onto the base: set
+    (non-None) fields win, nested structs and JSON objects merge key by key, lists replace."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(override):  # type: ignore[arg-type]
+        new, old = getattr(override, f.name), getattr(base, f.name)
+        if new is None:
+            continue
+        if old is not None and isinstance(f.metadata.get(_CODEC), Nested):
+            new = merge(old, new)
+        elif isinstance(old, Mapping) and isinstance(new, Mapping):
+            new = _merge_json(old, new)
+        changes[f.name] = new
+    return dataclasses.replace(base, **changes)  # type: ignore[type-var]
+
+
+def _merge_json(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(old)
+    for key, value in new.items():
+        prev = out.get(key)
+        if isinstance(prev, Mapping) and isinstance(value, Mapping):
+            out[key] = _merge_json(prev, value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -6,7 +6,7 @@ The agent's states informer reads its node's NodeSLO and calls
 (`apis/slo/v1alpha1/nodeslo_types.go`, `pkg/util/sloconfig`):
 
 - merging is Koordinator's: a field set in the object replaces the default,
-  nested objects merge field by field, lists replace (`kube.jsonstruct.merge`);
+  nested objects merge field by field, lists replace (`kube.configstruct.merge`);
 - `memoryEvictLowerPercent` left unset becomes `memoryEvictThresholdPercent - 2`
   after the merge (and `cpuEvictLowerPercent` likewise when a CPU evict
   threshold is set), so a user who only raises the threshold moves both;
@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube import jsonstruct, slo
-from kube.jsonstruct import meta, opt
+from kube import configcodecs as codecs
+from kube import configstruct, slo
 
 __all__ = [
     "CPUBurstStrategy",
@@ -49,44 +49,57 @@ __all__ = [
 ]
 
 
+def _opt(wire: str, codec: configstruct.Codec[Any]) -> Any:
+    """An optional field, unset (None) by default."""
+    return field(default=None, metadata=configstruct.spec(wire, codec))
+
+
+def _int(wire: str, lo: int | None = None, hi: int | None = None) -> Any:
+    return _opt(wire, codecs.Integer(minimum=lo, maximum=hi))
+
+
 def _pct(wire: str) -> Any:
-    return opt(wire, lo=0, hi=100)
+    return _int(wire, 0, 100)
+
+
+def _nested(wire: str, cls: type[Any]) -> dict[str, object]:
+    return configstruct.spec(wire, configstruct.Nested(cls, partial=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResourceThresholdStrategy:
     """`resourceUsedThresholdWithBE`: BE suppression and eviction thresholds."""
 
-    enable: bool | None = opt("enable", "bool")
+    enable: bool | None = _opt("enable", codecs.BOOL)
     cpu_suppress_threshold_percent: int | None = _pct("cpuSuppressThresholdPercent")
     cpu_suppress_min_percent: int | None = _pct("cpuSuppressMinPercent")
-    cpu_suppress_policy: str | None = opt(
-        "cpuSuppressPolicy", "str", choices=("cpuset", "cfsQuota")
+    cpu_suppress_policy: str | None = _opt(
+        "cpuSuppressPolicy", codecs.KeyChoice(("cpuset", "cfsQuota"))
     )
     memory_evict_threshold_percent: int | None = _pct("memoryEvictThresholdPercent")
     memory_evict_lower_percent: int | None = _pct("memoryEvictLowerPercent")
-    memory_allocatable_evict_threshold_percent: int | None = opt(
-        "memoryAllocatableEvictThresholdPercent", lo=0
+    memory_allocatable_evict_threshold_percent: int | None = _int(
+        "memoryAllocatableEvictThresholdPercent", 0
     )
-    memory_allocatable_evict_lower_percent: int | None = opt(
-        "memoryAllocatableEvictLowerPercent", lo=0
+    memory_allocatable_evict_lower_percent: int | None = _int(
+        "memoryAllocatableEvictLowerPercent", 0
     )
     cpu_evict_be_satisfaction_upper_percent: int | None = _pct("cpuEvictBESatisfactionUpperPercent")
     cpu_evict_be_satisfaction_lower_percent: int | None = _pct("cpuEvictBESatisfactionLowerPercent")
     cpu_evict_be_usage_threshold_percent: int | None = _pct("cpuEvictBEUsageThresholdPercent")
-    cpu_evict_time_window_seconds: int | None = opt("cpuEvictTimeWindowSeconds", lo=1)
+    cpu_evict_time_window_seconds: int | None = _int("cpuEvictTimeWindowSeconds", 1)
     cpu_evict_threshold_percent: int | None = _pct("cpuEvictThresholdPercent")
     cpu_evict_lower_percent: int | None = _pct("cpuEvictLowerPercent")
-    cpu_allocatable_evict_threshold_percent: int | None = opt(
-        "cpuAllocatableEvictThresholdPercent", lo=0
+    cpu_allocatable_evict_threshold_percent: int | None = _int(
+        "cpuAllocatableEvictThresholdPercent", 0
     )
-    cpu_allocatable_evict_lower_percent: int | None = opt("cpuAllocatableEvictLowerPercent", lo=0)
-    cpu_evict_policy: str | None = opt(
-        "cpuEvictPolicy", "str", choices=("evictByRealLimit", "evictByAllocatable")
+    cpu_allocatable_evict_lower_percent: int | None = _int("cpuAllocatableEvictLowerPercent", 0)
+    cpu_evict_policy: str | None = _opt(
+        "cpuEvictPolicy", codecs.KeyChoice(("evictByRealLimit", "evictByAllocatable"))
     )
-    evict_enabled_priority_threshold: int | None = opt("evictEnabledPriorityThreshold")
-    allocatable_evict_priority_threshold: int | None = opt(
-        "allocatableEvictPriorityThreshold", lo=0, hi=7999
+    evict_enabled_priority_threshold: int | None = _int("evictEnabledPriorityThreshold")
+    allocatable_evict_priority_threshold: int | None = _int(
+        "allocatableEvictPriorityThreshold", 0, 7999
     )
 
 
@@ -94,37 +107,37 @@ class ResourceThresholdStrategy:
 class CPUQOSCfg:
     """`cpuQOS` of a QoS class."""
 
-    enable: bool | None = opt("enable", "bool")
-    group_identity: int | None = opt("groupIdentity", lo=-1, hi=2)
-    sched_idle: int | None = opt("schedIdle", lo=0, hi=1)
-    core_expeller: bool | None = opt("coreExpeller", "bool")
+    enable: bool | None = _opt("enable", codecs.BOOL)
+    group_identity: int | None = _int("groupIdentity", -1, 2)
+    sched_idle: int | None = _int("schedIdle", 0, 1)
+    core_expeller: bool | None = _opt("coreExpeller", codecs.BOOL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryQOSCfg:
     """`memoryQOS` of a QoS class (memcg protection, throttling, async reclaim)."""
 
-    enable: bool | None = opt("enable", "bool")
+    enable: bool | None = _opt("enable", codecs.BOOL)
     min_limit_percent: int | None = _pct("minLimitPercent")
     low_limit_percent: int | None = _pct("lowLimitPercent")
     throttling_percent: int | None = _pct("throttlingPercent")
     wmark_ratio: int | None = _pct("wmarkRatio")
-    wmark_scale_permill: int | None = opt("wmarkScalePermill", lo=1, hi=1000)
-    wmark_min_adj: int | None = opt("wmarkMinAdj", lo=-25, hi=50)
-    priority_enable: int | None = opt("priorityEnable", lo=0, hi=1)
-    priority: int | None = opt("priority", lo=0, hi=12)
-    oom_kill_group: int | None = opt("oomKillGroup", lo=0, hi=1)
-    page_cache_enable: bool | None = opt("pageCacheEnable", "bool")
+    wmark_scale_permill: int | None = _int("wmarkScalePermill", 1, 1000)
+    wmark_min_adj: int | None = _int("wmarkMinAdj", -25, 50)
+    priority_enable: int | None = _int("priorityEnable", 0, 1)
+    priority: int | None = _int("priority", 0, 12)
+    oom_kill_group: int | None = _int("oomKillGroup", 0, 1)
+    page_cache_enable: bool | None = _opt("pageCacheEnable", codecs.BOOL)
     page_cache_limit_percent: int | None = _pct("pageCacheLimitPercent")
-    page_cache_limit_size: int | None = opt("pageCacheLimitSize")
-    page_cache_reclaim_sync: bool | None = opt("pageCacheReclaimSync", "bool")
+    page_cache_limit_size: int | None = _int("pageCacheLimitSize")
+    page_cache_reclaim_sync: bool | None = _opt("pageCacheReclaimSync", codecs.BOOL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResctrlQOSCfg:
     """`resctrlQOS` of a QoS class (LLC and memory bandwidth)."""
 
-    enable: bool | None = opt("enable", "bool")
+    enable: bool | None = _opt("enable", codecs.BOOL)
     cat_range_start_percent: int | None = _pct("catRangeStartPercent")
     cat_range_end_percent: int | None = _pct("catRangeEndPercent")
     mba_percent: int | None = _pct("mbaPercent")
@@ -134,21 +147,23 @@ class ResctrlQOSCfg:
 class ResourceQOS:
     """The QoS knobs of one class; blkio and network stay opaque JSON."""
 
-    cpu_qos: CPUQOSCfg | None = field(default=None, metadata=meta("cpuQOS", CPUQOSCfg))
-    memory_qos: MemoryQOSCfg | None = field(default=None, metadata=meta("memoryQOS", MemoryQOSCfg))
-    blkio_qos: Mapping[str, Any] | None = field(default=None, metadata=meta("blkioQOS", "json"))
-    resctrl_qos: ResctrlQOSCfg | None = field(
-        default=None, metadata=meta("resctrlQOS", ResctrlQOSCfg)
+    cpu_qos: CPUQOSCfg | None = field(default=None, metadata=_nested("cpuQOS", CPUQOSCfg))
+    memory_qos: MemoryQOSCfg | None = field(
+        default=None, metadata=_nested("memoryQOS", MemoryQOSCfg)
     )
-    network_qos: Mapping[str, Any] | None = field(default=None, metadata=meta("networkQOS", "json"))
+    blkio_qos: Mapping[str, Any] | None = _opt("blkioQOS", codecs.JSON)
+    resctrl_qos: ResctrlQOSCfg | None = field(
+        default=None, metadata=_nested("resctrlQOS", ResctrlQOSCfg)
+    )
+    network_qos: Mapping[str, Any] | None = _opt("networkQOS", codecs.JSON)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResourceQOSPolicies:
     """`resourceQOSStrategy.policies`."""
 
-    cpu_policy: str | None = opt("cpuPolicy", "str", choices=("groupIdentity", "coreSched"))
-    net_qos_policy: str | None = opt("netQOSPolicy", "str", choices=("tc", "terway-qos"))
+    cpu_policy: str | None = _opt("cpuPolicy", codecs.KeyChoice(("groupIdentity", "coreSched")))
+    net_qos_policy: str | None = _opt("netQOSPolicy", codecs.KeyChoice(("tc", "terway-qos")))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,27 +171,29 @@ class ResourceQOSStrategy:
     """`resourceQOSStrategy`: per-class QoS knobs."""
 
     policies: ResourceQOSPolicies | None = field(
-        default=None, metadata=meta("policies", ResourceQOSPolicies)
+        default=None, metadata=_nested("policies", ResourceQOSPolicies)
     )
-    lsr_class: ResourceQOS | None = field(default=None, metadata=meta("lsrClass", ResourceQOS))
-    ls_class: ResourceQOS | None = field(default=None, metadata=meta("lsClass", ResourceQOS))
-    be_class: ResourceQOS | None = field(default=None, metadata=meta("beClass", ResourceQOS))
+    lsr_class: ResourceQOS | None = field(default=None, metadata=_nested("lsrClass", ResourceQOS))
+    ls_class: ResourceQOS | None = field(default=None, metadata=_nested("lsClass", ResourceQOS))
+    be_class: ResourceQOS | None = field(default=None, metadata=_nested("beClass", ResourceQOS))
     system_class: ResourceQOS | None = field(
-        default=None, metadata=meta("systemClass", ResourceQOS)
+        default=None, metadata=_nested("systemClass", ResourceQOS)
     )
-    cgroup_root: ResourceQOS | None = field(default=None, metadata=meta("cgroupRoot", ResourceQOS))
+    cgroup_root: ResourceQOS | None = field(
+        default=None, metadata=_nested("cgroupRoot", ResourceQOS)
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CPUBurstStrategy:
     """`cpuBurstStrategy`."""
 
-    policy: str | None = opt(
-        "policy", "str", choices=("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
+    policy: str | None = _opt(
+        "policy", codecs.KeyChoice(("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto"))
     )
-    cpu_burst_percent: int | None = opt("cpuBurstPercent", lo=1, hi=10000)
-    cfs_quota_burst_percent: int | None = opt("cfsQuotaBurstPercent", lo=100)
-    cfs_quota_burst_period_seconds: int | None = opt("cfsQuotaBurstPeriodSeconds", lo=-1)
+    cpu_burst_percent: int | None = _int("cpuBurstPercent", 1, 10000)
+    cfs_quota_burst_percent: int | None = _int("cfsQuotaBurstPercent", 100)
+    cfs_quota_burst_period_seconds: int | None = _int("cfsQuotaBurstPeriodSeconds", -1)
     share_pool_threshold_percent: int | None = _pct("sharePoolThresholdPercent")
 
 
@@ -184,16 +201,14 @@ class CPUBurstStrategy:
 class SystemStrategy:
     """`systemStrategy`: node-wide kernel knobs."""
 
-    min_free_kbytes_factor: int | None = opt("minFreeKbytesFactor", lo=1)
-    watermark_scale_factor: int | None = opt("watermarkScaleFactor", lo=1, hi=400)
-    memcg_reap_back_ground: int | None = opt("memcgReapBackGround", lo=0, hi=1)
-    sched_group_identity_enabled: int | None = opt("schedGroupIdentityEnabled")
-    sched_idle_saver_wmark: int | None = opt("schedIdleSaverWmark")
-    sched_features: Mapping[str, Any] | None = field(
-        default=None, metadata=meta("schedFeatures", "json")
-    )
-    page_cache_limit_enabled: int | None = opt("pageCacheLimitEnabled", lo=0, hi=1)
-    total_network_bandwidth: str | int | None = opt("totalNetworkBandwidth", "quantity")
+    min_free_kbytes_factor: int | None = _int("minFreeKbytesFactor", 1)
+    watermark_scale_factor: int | None = _int("watermarkScaleFactor", 1, 400)
+    memcg_reap_back_ground: int | None = _int("memcgReapBackGround", 0, 1)
+    sched_group_identity_enabled: int | None = _int("schedGroupIdentityEnabled")
+    sched_idle_saver_wmark: int | None = _int("schedIdleSaverWmark")
+    sched_features: Mapping[str, Any] | None = _opt("schedFeatures", codecs.JSON)
+    page_cache_limit_enabled: int | None = _int("pageCacheLimitEnabled", 0, 1)
+    total_network_bandwidth: str | int | None = _opt("totalNetworkBandwidth", codecs.QUANTITY)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,21 +216,19 @@ class NodeSLOSpec:
     """`spec` of a NodeSLO. Use `defaults()` or `merge_over_defaults()` to get a full one."""
 
     resource_used_threshold_with_be: ResourceThresholdStrategy | None = field(
-        default=None, metadata=meta("resourceUsedThresholdWithBE", ResourceThresholdStrategy)
+        default=None, metadata=_nested("resourceUsedThresholdWithBE", ResourceThresholdStrategy)
     )
     resource_qos_strategy: ResourceQOSStrategy | None = field(
-        default=None, metadata=meta("resourceQOSStrategy", ResourceQOSStrategy)
+        default=None, metadata=_nested("resourceQOSStrategy", ResourceQOSStrategy)
     )
     cpu_burst_strategy: CPUBurstStrategy | None = field(
-        default=None, metadata=meta("cpuBurstStrategy", CPUBurstStrategy)
+        default=None, metadata=_nested("cpuBurstStrategy", CPUBurstStrategy)
     )
     system_strategy: SystemStrategy | None = field(
-        default=None, metadata=meta("systemStrategy", SystemStrategy)
+        default=None, metadata=_nested("systemStrategy", SystemStrategy)
     )
-    extensions: Mapping[str, Any] | None = field(default=None, metadata=meta("extensions", "json"))
-    host_applications: Sequence[Any] | None = field(
-        default=None, metadata=meta("hostApplications", "json-list")
-    )
+    extensions: Mapping[str, Any] | None = _opt("extensions", codecs.JSON)
+    host_applications: Sequence[Any] | None = _opt("hostApplications", codecs.JSON_LIST)
 
     @classmethod
     def defaults(cls) -> NodeSLOSpec:
@@ -224,7 +237,7 @@ class NodeSLOSpec:
 
     def to_api(self) -> dict[str, Any]:
         """The wire form (unset fields omitted)."""
-        return jsonstruct.encode(self)
+        return configstruct.encode_object(self)
 
     @property
     def thresholds(self) -> ResourceThresholdStrategy:
@@ -234,8 +247,11 @@ class NodeSLOSpec:
 
 def parse_spec(raw: Mapping[str, Any] | None, path: str = "spec") -> tuple[NodeSLOSpec, list[str]]:
     """Decode a NodeSLO `spec` as written (no defaults), with every error found."""
-    errors: list[str] = []
-    return jsonstruct.decode(NodeSLOSpec, raw or {}, path, errors), errors
+    errors = configstruct.Errors()
+    found = configstruct.decode_partial(
+        NodeSLOSpec, raw or {}, configstruct.FieldPath(path), errors
+    )
+    return found, [str(error) for error in errors]
 
 
 _ORDERED_PAIRS = (  # (lower, upper) wire names in ResourceThresholdStrategy
@@ -251,7 +267,7 @@ def _finish_thresholds(
     t: ResourceThresholdStrategy, path: str, errors: list[str]
 ) -> ResourceThresholdStrategy:
     """Drop a lower bound not below its upper bound, then derive unset lower bounds."""
-    names = {f.metadata["wire"]: f.name for f in dataclasses.fields(t)}
+    names = {f.metadata["yaml_key"]: f.name for f in dataclasses.fields(t)}
     for lower, upper in _ORDERED_PAIRS:
         low, high = getattr(t, names[lower]), getattr(t, names[upper])
         if low is not None and high is not None and low >= high:
@@ -271,7 +287,7 @@ def _check_cat_ranges(strategy: ResourceQOSStrategy, errors: list[str]) -> None:
         end = getattr(rc, "cat_range_end_percent", None)
         if start is not None and end is not None and start >= end:
             errors.append(
-                f"spec.resourceQOSStrategy.{f.metadata['wire']}.resctrlQOS.catRangeStartPercent:"
+                f"spec.resourceQOSStrategy.{f.metadata['yaml_key']}.resctrlQOS.catRangeStartPercent:"
                 f" must be less than catRangeEndPercent ({end})"
             )
 
@@ -282,7 +298,7 @@ def merge_over_defaults(raw_spec: Mapping[str, Any] | None) -> tuple[NodeSLOSpec
     Returns the merged spec and every error (the spec is usable either way).
     """
     parsed, errors = parse_spec(raw_spec)
-    merged = jsonstruct.merge(_DEFAULTS, parsed)
+    merged = configstruct.merge(_DEFAULTS, parsed)
     _check_cat_ranges(merged.resource_qos_strategy or ResourceQOSStrategy(), errors)
     thresholds = _finish_thresholds(merged.thresholds, "spec.resourceUsedThresholdWithBE", errors)
     return dataclasses.replace(merged, resource_used_threshold_with_be=thresholds), errors

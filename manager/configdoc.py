@@ -49,7 +49,7 @@ class Sink:
 
     def add(self, messages: Sequence[str]) -> None:
         for message in messages:
-            target = self.warnings if message.endswith(": unknown field") else self.errors
+            target = self.warnings if ": unknown field" in message else self.errors
             target.append(Problem(self.key, message))
 
     def error(self, message: str) -> None:

@@ -13,7 +13,7 @@ written down in docs/manager.md):
 - The cluster strategy is Koordinator's built-in default for the key with the
   document's `clusterStrategy` merged over it; each node strategy is merged over
   that merged cluster strategy (JSON-unmarshal-over semantics: set fields win,
-  objects merge, lists replace; `kube.jsonstruct.merge`).
+  objects merge, lists replace; `kube.configstruct.merge`).
 - A node takes the FIRST node strategy whose selector matches its labels, else
   the cluster strategy. A missing `nodeSelector` matches no node; ``{}`` matches
   every node.
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kube import jsonstruct, nodeslo
+from kube import configstruct, nodeslo
 from manager import collectpolicy, configdoc
 
 __all__ = [
@@ -107,9 +107,9 @@ class HostApplications:
 
 
 def _decoded(cls: type[S], raw: Mapping[str, Any]) -> S:
-    errors: list[str] = []
-    found = jsonstruct.decode(cls, raw, "defaults", errors)
-    if errors:  # the tables below are ours: a typo must fail loudly at import
+    errors = configstruct.Errors()
+    found = configstruct.decode_partial(cls, raw, configstruct.FieldPath("defaults"), errors)
+    if len(errors):  # the tables below are ours: a typo must fail loudly at import
         raise AssertionError(f"bad defaults for {cls.__name__}: {errors}")
     return found
 
@@ -195,12 +195,14 @@ def _strategies(
     if doc is None:
         return None, sink
     sink.add([f"{key}.{k}: unknown field" for k in doc if k not in _STRATEGY_DOC_KEYS])
-    messages: list[str] = []
+    messages = configstruct.Errors()
     cluster = default
     raw_cluster = doc.get("clusterStrategy")
     if raw_cluster is not None:
-        decoded = jsonstruct.decode(cls, raw_cluster, f"{key}.clusterStrategy", messages)
-        cluster = jsonstruct.merge(default, decoded)
+        where = configstruct.FieldPath(f"{key}.clusterStrategy")
+        cluster = configstruct.merge(
+            default, configstruct.decode_partial(cls, raw_cluster, where, messages)
+        )
     nodes = []
     for i, raw in enumerate(configdoc.list_field(doc, "nodeStrategies", key, sink)):
         path = f"{key}.nodeStrategies[{i}]"
@@ -208,9 +210,9 @@ def _strategies(
         if profile is None:
             continue
         inline = {k: v for k, v in raw.items() if k not in _PROFILE_KEYS}
-        own = jsonstruct.decode(cls, inline, path, messages)
-        nodes.append(NodeStrategy(profile[0], profile[1], jsonstruct.merge(cluster, own)))
-    sink.add(messages)
+        own = configstruct.decode_partial(cls, inline, configstruct.FieldPath(path), messages)
+        nodes.append(NodeStrategy(profile[0], profile[1], configstruct.merge(cluster, own)))
+    sink.add([str(message) for message in messages])
     if sink.errors:
         return None, sink
     return Strategies(cluster, tuple(nodes)), sink

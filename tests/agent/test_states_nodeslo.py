@@ -89,6 +89,7 @@ def test_a_malformed_nodeslo_keeps_the_last_good_and_is_reported_once(
             "2",
             [
                 "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent: must be within [0, 100]"
+                " (got 300)"
             ],
         )
     ]

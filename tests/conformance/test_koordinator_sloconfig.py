@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kube import jsonstruct, nodeslo, selectors
+from kube import configstruct, nodeslo, selectors
 from manager import render, sloconfig
 
 SOURCE = "koordinator-sh/koordinator@a7a1b76b pkg/slo-controller/nodeslo/resource_strategy_test.go"
@@ -208,9 +208,9 @@ def test_node_bandwidth_annotation(
 
 
 def decoded(key: str, raw: dict[str, Any]) -> Any:
-    errors: list[str] = []
-    found = jsonstruct.decode(CLASSES[key], raw, key, errors)
-    assert errors == []
+    errors = configstruct.Errors()
+    found = configstruct.decode_partial(CLASSES[key], raw, configstruct.FieldPath(key), errors)
+    assert list(errors) == []
     return found
 
 
@@ -234,7 +234,7 @@ def test_get_spec(
             for m, s in nodes
         ),
     )
-    assert jsonstruct.encode(strategies.for_labels(labels)) == expect
+    assert configstruct.encode_object(strategies.for_labels(labels)) == expect
 
 
 # ------------------------------------------------------------- Test_calculate*Merged
@@ -441,7 +441,7 @@ def test_calculate_merged(
     assert bool(loaded.problems) is error
     strategies = getattr(loaded.config, ATTRS[key])
     for labels, want in expect:
-        assert jsonstruct.encode(strategies.for_labels(labels)) == want, labels
+        assert configstruct.encode_object(strategies.for_labels(labels)) == want, labels
 
 
 # ------------------------------------------------------- host-application-config

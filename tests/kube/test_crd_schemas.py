@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kube import migration, nodeslo, slo
+from kube import configcodecs as codecs
+from kube import configstruct, migration, nodeslo, slo
 from kube.quantity import Resources
 from tests import builders
 
@@ -249,30 +250,29 @@ def test_nodeslo_defaults_and_opaque_sections_validate() -> None:
     assert validate(_schema(NODESLO), obj) == []
 
 
-def _struct_fields(cls: type[Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _struct_fields(cls: type[Any], path: str) -> Iterator[tuple[str, configstruct.Codec[Any]]]:
     for f in dataclasses.fields(cls):
-        here = f"{path}.{f.metadata['wire']}"
-        yield here, dict(f.metadata)
-        if isinstance(f.metadata["kind"], type):
-            yield from _struct_fields(f.metadata["kind"], here)
+        here, codec = f"{path}.{f.metadata['yaml_key']}", f.metadata["yaml_codec"]
+        yield here, codec
+        if isinstance(codec, configstruct.Nested):
+            yield from _struct_fields(codec.cls, here)
 
 
 def test_nodeslo_schema_matches_the_model() -> None:
     """Every modelled NodeSLO field is in the CRD with the model's type, bounds and choices."""
     schema_nodes = dict(_nodes(_schema(NODESLO)["properties"]["spec"], ".spec"))
-    types = {"int": "integer", "bool": "boolean", "str": "string"}
-    for path, rules in _struct_fields(nodeslo.NodeSLOSpec, ".spec"):
+    types = {codecs.Integer: "integer", codecs.Boolean: "boolean", codecs.KeyChoice: "string"}
+    for path, codec in _struct_fields(nodeslo.NodeSLOSpec, ".spec"):
         node = schema_nodes.get(path)
         assert node is not None, f"{path} missing from the CRD"
-        kind = rules["kind"]
-        if kind in types:
-            assert node["type"] == types[kind], path
-        if kind == "quantity":
+        if type(codec) in types:
+            assert node["type"] == types[type(codec)], path
+        if isinstance(codec, codecs.Quantity):
             assert node.get("x-kubernetes-int-or-string"), path
-        assert node.get("minimum") == rules.get("lo") and node.get("maximum") == rules.get("hi"), (
-            path
-        )
-        assert node.get("enum") == (list(rules["choices"]) if "choices" in rules else None), path
+        lo, hi = getattr(codec, "minimum", None), getattr(codec, "maximum", None)
+        assert node.get("minimum") == lo and node.get("maximum") == hi, path
+        choices = list(codec.allowed) if isinstance(codec, codecs.KeyChoice) else None
+        assert node.get("enum") == choices, path
 
 
 def test_podmigrationjob_validates_and_requires_pod_ref() -> None:

@@ -179,17 +179,18 @@ class TestNodeSLO:
         [
             pytest.param(
                 {"resourceUsedThresholdWithBE": {"cpuSuppressThresholdPercent": 150}},
-                "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent: must be within [0, 100]",
+                "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent: must be within [0, 100]"
+                " (got 150)",
                 id="out-of-range",
             ),
             pytest.param(
                 {"resourceUsedThresholdWithBE": {"cpuSuppressPolicy": "magic"}},
-                "spec.resourceUsedThresholdWithBE.cpuSuppressPolicy: must be one of cpuset, cfsQuota",
+                "spec.resourceUsedThresholdWithBE.cpuSuppressPolicy: must be one of: cpuset, cfsQuota",
                 id="bad-enum",
             ),
             pytest.param(
                 {"cpuBurstStrategy": {"cpuBurstPercent": "lots"}},
-                "spec.cpuBurstStrategy.cpuBurstPercent: must be an integer",
+                "spec.cpuBurstStrategy.cpuBurstPercent: must be an integer, not a string",
                 id="wrong-type",
             ),
             pytest.param(
@@ -199,18 +200,25 @@ class TestNodeSLO:
             ),
             pytest.param(
                 {"systemStrategy": {"totalNetworkBandwidth": "fast"}},
-                "spec.systemStrategy.totalNetworkBandwidth: invalid quantity 'fast'",
+                "spec.systemStrategy.totalNetworkBandwidth: invalid quantity 'fast'"
+                ' (write it like "500m" or "2Gi")',
                 id="bad-quantity",
             ),
             pytest.param(
                 {"resourceQOSStrategy": {"lsClass": {"cpuQOS": {"enable": "yes"}}}},
-                "spec.resourceQOSStrategy.lsClass.cpuQOS.enable: must be a boolean",
+                "spec.resourceQOSStrategy.lsClass.cpuQOS.enable: must be true or false, not a string",
                 id="nested-path",
             ),
-            pytest.param({"bogus": 1}, "spec.bogus: unknown field", id="unknown-field"),
+            pytest.param(
+                {"bogus": 1},
+                "spec.bogus: unknown field; known fields: resourceUsedThresholdWithBE,"
+                " resourceQOSStrategy, cpuBurstStrategy, systemStrategy, extensions,"
+                " hostApplications",
+                id="unknown-field",
+            ),
             pytest.param(
                 {"cpuBurstStrategy": []},
-                "spec.cpuBurstStrategy: must be an object",
+                "spec.cpuBurstStrategy: must be a mapping, not a list",
                 id="not-object",
             ),
             pytest.param(

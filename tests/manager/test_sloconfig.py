@@ -178,6 +178,7 @@ def test_unknown_fields_are_warnings_and_ignored() -> None:
     assert loaded.problems == ()
     assert [w.message for w in loaded.warnings] == [
         "resource-threshold-config.clusterStrategy.cpuSupressThresholdPercent: unknown field"
+        ' (did you mean "cpuSuppressThresholdPercent"?)'
     ]
     assert thresholds(loaded, {})["enable"] is True
 
