@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from kube import quantity, slo
+from kube import configcodecs as codecs
+from kube import configstruct, slo
+from kube.configstruct import spec
 from manager import configdoc
 
 __all__ = ["DEFAULT_COLLECT", "KEY", "CollectStrategy", "Colocation", "parse"]
@@ -24,14 +26,37 @@ KEY = "colocation-config"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class _AggregatePolicy:
+    durations: tuple[timedelta, ...] = field(
+        default=(), metadata=spec("durations", codecs.ListOf(codecs.DURATION))
+    )
+
+
+class _Durations(configstruct.Codec[tuple[timedelta, ...]]):
+    """`metricAggregatePolicy: {durations: [...]}`, held as the durations alone."""
+
+    _NESTED = configstruct.Nested(_AggregatePolicy)
+
+    def decode(self, raw: object, path: configstruct.FieldPath, errors: configstruct.Errors) -> Any:
+        return self._NESTED.decode(raw, path, errors).durations
+
+    def encode(self, value: tuple[timedelta, ...]) -> object:
+        return self._NESTED.encode(_AggregatePolicy(durations=value))
+
+
+def _opt(key: str, codec: configstruct.Codec[Any]) -> Any:
+    return field(default=None, metadata=spec(key, codec))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectStrategy:
     """The NodeMetric collect-policy fields of a `colocation-config` strategy."""
 
-    enable: bool | None = None
-    aggregate_duration_seconds: int | None = None
-    report_interval_seconds: int | None = None
-    aggregate_durations: tuple[timedelta, ...] | None = None
-    memory_collect_policy: str | None = None
+    enable: bool | None = _opt("enable", codecs.BOOL)
+    aggregate_duration_seconds: int | None = _opt("metricAggregateDurationSeconds", codecs.POSITIVE)
+    report_interval_seconds: int | None = _opt("metricReportIntervalSeconds", codecs.POSITIVE)
+    aggregate_durations: tuple[timedelta, ...] | None = _opt("metricAggregatePolicy", _Durations())
+    memory_collect_policy: str | None = _opt("metricMemoryCollectPolicy", codecs.NAME)
 
     def merged(self, over: CollectStrategy) -> CollectStrategy:
         """`over`'s set fields win (MergeCfg: lists replace)."""
@@ -80,45 +105,16 @@ class Colocation:
 
 def _collect(raw: Mapping[str, Any], path: str, sink: configdoc.Sink) -> CollectStrategy:
     """The collect-policy fields of a ColocationStrategy; other fields are not ours here."""
-    values: dict[str, Any] = {}
-    enable = raw.get("enable")
-    if enable is not None:
-        if isinstance(enable, bool):
-            values["enable"] = enable
-        else:
-            sink.error(f"{path}.enable: must be a boolean")
-    for wire, name in (
-        ("metricAggregateDurationSeconds", "aggregate_duration_seconds"),
-        ("metricReportIntervalSeconds", "report_interval_seconds"),
-    ):
-        value = raw.get(wire)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            sink.error(f"{path}.{wire}: must be an integer >= 1")
-        else:
-            values[name] = value
-    policy = raw.get("metricAggregatePolicy")
-    if policy is not None:
-        durations = policy.get("durations") if isinstance(policy, Mapping) else None
-        where = f"{path}.metricAggregatePolicy.durations"
-        if not isinstance(policy, Mapping) or not isinstance(durations or [], list):
-            sink.error(f'{where}: must be a list of durations such as "5m"')
-        else:
-            parsed = []
-            for j, text in enumerate(durations or []):
-                try:
-                    parsed.append(quantity.parse_go_duration(text))
-                except (ValueError, TypeError):
-                    sink.error(f'{where}[{j}]: invalid duration {text!r} (e.g. "5m", "1h30m")')
-            values["aggregate_durations"] = tuple(parsed)
-    memory = raw.get("metricMemoryCollectPolicy")
-    if memory is not None:
-        if not isinstance(memory, str) or not memory:
-            sink.error(f"{path}.metricMemoryCollectPolicy: must be a non-empty string")
-        else:
-            values["memory_collect_policy"] = memory
-    return CollectStrategy(**values)
+    errors = configstruct.Errors()
+    others = [key for key in raw if key not in _KEYS]
+    found = configstruct.decode_object(
+        CollectStrategy, raw, configstruct.FieldPath(path), errors, handled=others
+    )
+    sink.add([str(error) for error in errors])
+    return found
+
+
+_KEYS = frozenset(f.metadata["yaml_key"] for f in dataclasses.fields(CollectStrategy))
 
 
 def parse(text: Any) -> tuple[Colocation | None, configdoc.Sink]:
