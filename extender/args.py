@@ -178,7 +178,7 @@ def decode_args(raw: object, path: configstruct.FieldPath = configstruct.ROOT) -
             LoadAwareArgs, raw, path, errors, handled=("apiVersion", "kind")
         )
     except configstruct.Invalid as err:
-        errors.add(path, err.message)
+        errors.add(path if path.text else "the document", err.message)
         args = LoadAwareArgs()
     # Koordinator's defaulting: empty maps mean "the defaults"; scaling factors are
     # completed key by key.

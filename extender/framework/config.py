@@ -30,13 +30,16 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from extender.framework.interfaces import GROUP, ArgsError, ExtensionPoint
 from extender.framework.registry import Registry
+from kube import configcodecs as codecs
+from kube import configstruct
+from kube.configstruct import Errors, FieldPath, spec
 
 API_VERSION = "nodeqos.dev/v1alpha1"
 KIND = "SchedulerExtenderConfiguration"
@@ -62,9 +65,13 @@ _UNSERVABLE = {
 class Enabled:
     """A plugin enabled at one point."""
 
-    name: str
-    weight: int = 1  # score only
-    required: bool = False  # filter only: its failure refuses the nodes instead of skipping it
+    name: str = field(default="", metadata=spec("name", codecs.NAME, required=True))
+    weight: int = field(default=1, metadata=spec("weight", codecs.Integer(minimum=1, maximum=100)))
+    # filter only: its failure refuses the nodes instead of skipping it
+    required: bool = field(default=False, metadata=spec("required", codecs.BOOL))
+
+
+_ALLOWED = {ExtensionPoint.FILTER: {"name", "required"}, ExtensionPoint.SCORE: {"name", "weight"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +88,6 @@ class Profile:
         return list(dict.fromkeys(e.name for e in (*self.filter, *self.score)))
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _unknown(name: str, registry: Registry) -> str:
     known = ", ".join(sorted(n for n in registry if registry.get(n).error is None))  # type: ignore[union-attr]
     return (
@@ -94,143 +97,134 @@ def _unknown(name: str, registry: Registry) -> str:
 
 
 def _decode_enabled(
-    raw: object, path: str, point: ExtensionPoint, registry: Registry, errors: list[str]
+    raw: object, path: FieldPath, point: ExtensionPoint, registry: Registry, errors: Errors
 ) -> tuple[Enabled, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
-        errors.append(f"{path}: must be a map with 'enabled' (got {type(raw).__name__})")
+        errors.add(path, f"must be a map with 'enabled' (got {type(raw).__name__})")
         return ()
     for key in raw:
         if key != "enabled":
             hint = "; a plugin is off unless listed in enabled" if key == "disabled" else ""
-            errors.append(f"{path}.{key}: unknown field; known fields are enabled{hint}")
+            errors.add(path.child(key), f"unknown field; known fields are enabled{hint}")
     items = raw.get("enabled") or []
     if not isinstance(items, list):
-        errors.append(f"{path}.enabled: must be a list of {{name: ...}}")
+        errors.add(path.child("enabled"), "must be a list of {name: ...}")
         return ()
     found: list[Enabled] = []
     seen: set[str] = set()
-    allowed = {"name", "weight"} if point is ExtensionPoint.SCORE else {"name", "required"}
     for index, item in enumerate(items):
-        where = f"{path}.enabled[{index}]"
+        where = path.child("enabled").index(index)
         if not isinstance(item, Mapping):
-            errors.append(f"{where}: must be a map such as {{name: LoadAwareScheduling}}")
+            errors.add(where, "must be a map such as {name: LoadAwareScheduling}")
             continue
-        for key in item:
-            if key not in allowed:
-                errors.append(
-                    f"{where}.{key}: unknown field at {point}; known fields are"
-                    f" {', '.join(sorted(allowed))}"
-                )
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            errors.append(f"{where}.name: must be a plugin name")
+        allowed = _ALLOWED[point]
+        for key in (k for k in item if k not in allowed):
+            known = ", ".join(sorted(allowed))
+            errors.add(where.child(str(key)), f"unknown field at {point}; known fields are {known}")
+        known_only = {k: v for k, v in item.items() if k in allowed}
+        entry = configstruct.decode_object(Enabled, known_only, where, errors)
+        name = entry.name
+        if not name:  # missing or not a name: reported by the decoder
             continue
         if name in seen:
-            errors.append(f"{where}.name: {name} is enabled twice at {point}")
+            errors.add(where.child("name"), f"{name} is enabled twice at {point}")
             continue
         seen.add(name)
-        entry = registry.get(name)
-        if entry is None:
-            errors.append(f"{where}.name: {_unknown(name, registry)}")
-            continue
-        if entry.error is not None:
-            errors.append(f"{where}.name: {entry.error}")
-            continue
-        if point not in entry.extension_points:
-            points = ", ".join(sorted(entry.extension_points))
-            errors.append(f"{where}.name: plugin {name} does not implement {point} (only {points})")
-            continue
-        weight = item.get("weight", 1)
-        if not _is_int(weight) or not 1 <= weight <= 100:
-            errors.append(f"{where}.weight: must be an integer within [1, 100] (got {weight!r})")
-            weight = 1
-        required = item.get("required", False)
-        if not isinstance(required, bool):
-            errors.append(f"{where}.required: must be true or false (got {required!r})")
-            required = False
-        found.append(Enabled(name, weight, required))
+        plugin = registry.get(name)
+        if plugin is None:
+            errors.add(where.child("name"), _unknown(name, registry))
+        elif plugin.error is not None:
+            errors.add(where.child("name"), plugin.error)
+        elif point not in plugin.extension_points:
+            points = ", ".join(sorted(plugin.extension_points))
+            errors.add(
+                where.child("name"), f"plugin {name} does not implement {point} (only {points})"
+            )
+        else:
+            found.append(entry)
     return tuple(found)
 
 
-def _decode_profile(raw: object, path: str, registry: Registry, errors: list[str]) -> Profile:
+def _decode_profile(raw: object, path: FieldPath, registry: Registry, errors: Errors) -> Profile:
     if not isinstance(raw, Mapping):
-        errors.append(f"{path}: must be a map with plugins and pluginConfig")
+        errors.add(path, "must be a map with plugins and pluginConfig")
         return Profile((), (), {})
     for key in raw:
         if key not in ("name", "schedulerName", "plugins", "pluginConfig"):
-            errors.append(
-                f"{path}.{key}: unknown field; known fields are name, plugins, pluginConfig"
+            errors.add(
+                path.child(key), "unknown field; known fields are name, plugins, pluginConfig"
             )
     name = raw.get("name") or raw.get("schedulerName") or ""
     plugins = raw.get("plugins") or {}
     filters: tuple[Enabled, ...] = ()
     scores: tuple[Enabled, ...] = ()
     if not isinstance(plugins, Mapping):
-        errors.append(f"{path}.plugins: must be a map of extension point to plugin set")
+        errors.add(path.child("plugins"), "must be a map of extension point to plugin set")
     else:
         for point, value in plugins.items():
-            where = f"{path}.plugins.{point}"
+            where = path.child("plugins").child(str(point))
             if point == ExtensionPoint.FILTER:
                 filters = _decode_enabled(value, where, ExtensionPoint.FILTER, registry, errors)
             elif point == ExtensionPoint.SCORE:
                 scores = _decode_enabled(value, where, ExtensionPoint.SCORE, registry, errors)
             elif point in _UNSERVABLE:
-                errors.append(
-                    f"{where}: the extender serves filter and score only"
-                    f" ({_UNSERVABLE[point]}; see {GUIDE})"
+                errors.add(
+                    where,
+                    f"the extender serves filter and score only ({_UNSERVABLE[point]}; see {GUIDE})",
                 )
             else:
-                errors.append(f"{where}: unknown extension point; known points are filter, score")
+                errors.add(where, "unknown extension point; known points are filter, score")
     enabled = {e.name for e in (*filters, *scores)}
     decoded: dict[str, object] = {}
     configs = raw.get("pluginConfig") or []
     if not isinstance(configs, list):
-        errors.append(f"{path}.pluginConfig: must be a list of {{name, args}}")
+        errors.add(path.child("pluginConfig"), "must be a list of {name, args}")
         configs = []
     for index, item in enumerate(configs):
-        where = f"{path}.pluginConfig[{index}]"
+        where = path.child("pluginConfig").index(index)
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            errors.append(f"{where}: must be a map with name and args")
+            errors.add(where, "must be a map with name and args")
             continue
         for key in item:
             if key not in ("name", "args"):
-                errors.append(f"{where}.{key}: unknown field; known fields are name, args")
+                errors.add(where.child(key), "unknown field; known fields are name, args")
         plugin = item["name"]
         entry = registry.get(plugin)
         if entry is None:
-            errors.append(f"{where}.name: {_unknown(plugin, registry)}")
+            errors.add(where.child("name"), _unknown(plugin, registry))
             continue
         if plugin in decoded:
-            errors.append(f"{where}.name: a second pluginConfig for {plugin}")
+            errors.add(where.child("name"), f"a second pluginConfig for {plugin}")
             continue
         if entry.args is None:  # broken: reported where it is enabled
             continue
-        decoded[plugin] = _decode_args(entry.args, item.get("args"), f"{where}.args", errors)
+        decoded[plugin] = _decode_args(entry.args, item.get("args"), where.child("args"), errors)
     for plugin in sorted(enabled - decoded.keys()):
         entry = registry.get(plugin)
         if entry is not None and entry.args is not None:
-            decoded[plugin] = _decode_args(entry.args, {}, f"{path}.pluginConfig[{plugin}]", errors)
+            where = path.child("pluginConfig").named(plugin)
+            decoded[plugin] = _decode_args(entry.args, {}, where, errors)
     return Profile(
         filters, scores, {k: v for k, v in decoded.items() if v is not None}, False, str(name)
     )
 
 
-def _decode_args(cls: type, raw: object, path: str, errors: list[str]) -> object | None:
+def _decode_args(cls: type, raw: object, path: FieldPath, errors: Errors) -> object | None:
     try:
-        decoded: object = cls.from_mapping({} if raw is None else raw, path)  # type: ignore[attr-defined]
+        decoded: object = cls.from_mapping({} if raw is None else raw, str(path))  # type: ignore[attr-defined]
         return decoded
-    except ArgsError as err:
-        errors.extend(err.problems)
+    except ArgsError as err:  # plugins report "path: what" lines: kept as they are
+        errors.extend(configstruct.FieldError("", problem) for problem in err.problems)
     except Exception as err:  # a third party's decoder: report it as a problem, never crash
-        errors.append(f"{path}: the plugin's Args.from_mapping failed: {type(err).__name__}: {err}")
+        errors.add(path, f"the plugin's Args.from_mapping failed: {type(err).__name__}: {err}")
     return None
 
 
 def decode_config(raw: object, registry: Registry) -> Profile:
     """The profile of a parsed document; raises ArgsError listing every problem."""
-    errors: list[str] = []
+    errors = Errors()
     if not (isinstance(raw, Mapping) and raw.get("kind") == KIND):
         entry = registry.get(LEGACY_PLUGIN)
         assert entry is not None and entry.args is not None, "LoadAwareScheduling is in-tree"
@@ -239,22 +233,23 @@ def decode_config(raw: object, registry: Registry) -> Profile:
         return Profile(plugin, plugin, {LEGACY_PLUGIN: args}, legacy=True)
     for key in raw:
         if key not in ("apiVersion", "kind", "profiles"):
-            errors.append(f"{key}: unknown field; known fields are apiVersion, kind, profiles")
+            errors.add(str(key), "unknown field; known fields are apiVersion, kind, profiles")
     if raw.get("apiVersion") != API_VERSION:
-        errors.append(f"apiVersion: must be {API_VERSION} (got {raw.get('apiVersion')!r})")
+        errors.add("apiVersion", f"must be {API_VERSION} (got {raw.get('apiVersion')!r})")
     profiles: Any = raw.get("profiles")
     profile = Profile((), (), {})
     if not isinstance(profiles, list) or len(profiles) != 1:
-        errors.append(
-            "profiles: must list exactly one profile (kube-scheduler calls one urlPrefix per"
-            " extender; serve a second profile from a second extender)"
+        errors.add(
+            "profiles",
+            "must list exactly one profile (kube-scheduler calls one urlPrefix per extender;"
+            " serve a second profile from a second extender)",
         )
     else:
-        profile = _decode_profile(profiles[0], "profiles[0]", registry, errors)
-        if not profile.filter and not profile.score and not errors:
-            errors.append("profiles[0].plugins: enable at least one filter or score plugin")
-    if errors:
-        raise ArgsError(errors)
+        profile = _decode_profile(profiles[0], FieldPath("profiles").index(0), registry, errors)
+        if not profile.filter and not profile.score and not len(errors):
+            errors.add("profiles[0].plugins", "enable at least one filter or score plugin")
+    if len(errors):
+        raise ArgsError([str(error) for error in errors])
     return profile
 
 

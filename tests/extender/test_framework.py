@@ -209,7 +209,7 @@ def test_every_problem_is_listed_with_its_field_path() -> None:
         == f"{p}.plugins.filter.enabled[1].name: plugin Capacity does not implement filter (only score)"
     )
     assert problems[2].startswith(
-        f"{p}.plugins.score.enabled[0].weight: must be an integer within [1, 100]"
+        f"{p}.plugins.score.enabled[0].weight: must be within [1, 100] (got 0)"
     )
     assert problems[3].startswith(f"{p}.plugins.permit: the extender serves filter and score only")
     assert (
