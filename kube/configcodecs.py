@@ -189,9 +189,10 @@ class Choice(Codec[E]):
 
 @dataclass(frozen=True, slots=True)
 class Duration(Codec[timedelta]):
-    """A Go duration string; `positive` rejects zero, negatives are always rejected."""
+    """A Go duration string; `positive` rejects zero, negatives are rejected unless `signed`."""
 
     positive: bool = False
+    signed: bool = False
 
     def decode(self, raw: object, path: FieldPath, errors: Errors) -> timedelta:
         if not isinstance(raw, str):
@@ -202,7 +203,7 @@ class Duration(Codec[timedelta]):
             value = quantity.parse_go_duration(raw)
         except ValueError as err:
             raise Invalid(f'{err} (use Go syntax such as "90s", "5m" or "1h30m")') from None
-        if value < timedelta(0):
+        if value < timedelta(0) and not self.signed:
             raise Invalid("must not be negative")
         if self.positive and value == timedelta(0):
             raise Invalid("must be greater than zero")

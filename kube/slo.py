@@ -34,7 +34,8 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Final
 
-from kube import classify, objects, quantity
+from kube import classify, configstruct, objects, quantity
+from kube import configcodecs as codecs
 from kube.quantity import EMPTY, Resources
 
 __all__ = [
@@ -272,13 +273,42 @@ class PodMetricInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class _AggregatePolicy:
+    durations: tuple[timedelta, ...] = field(
+        default=(),
+        metadata=configstruct.spec("durations", codecs.ListOf(codecs.Duration(signed=True))),
+    )
+
+
+class AggregateDurations(configstruct.Codec[tuple[timedelta, ...]]):
+    """`{durations: ["5m0s", ...]}` (NodeAggregatePolicy), held as the durations alone."""
+
+    def decode(
+        self, raw: object, path: configstruct.FieldPath, errors: configstruct.Errors
+    ) -> tuple[timedelta, ...]:
+        others = [key for key in raw if key != "durations"] if isinstance(raw, Mapping) else []
+        return configstruct.decode_object(
+            _AggregatePolicy, raw, path, errors, handled=others
+        ).durations
+
+    def encode(self, value: tuple[timedelta, ...]) -> object:
+        return {"durations": [quantity.format_go_duration(d) for d in value]} if value else {}
+
+
+def _opt(key: str, codec: configstruct.Codec[Any]) -> Any:
+    return field(default=None, metadata=configstruct.spec(key, codec))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeMetricCollectPolicy:
     """`spec.metricCollectPolicy`; None fields are unset on the wire."""
 
-    aggregate_duration_seconds: int | None = None
-    report_interval_seconds: int | None = None
-    aggregate_durations: tuple[timedelta, ...] | None = None
-    node_memory_collect_policy: str | None = None
+    aggregate_duration_seconds: int | None = _opt("aggregateDurationSeconds", codecs.INTEGER)
+    report_interval_seconds: int | None = _opt("reportIntervalSeconds", codecs.INTEGER)
+    aggregate_durations: tuple[timedelta, ...] | None = _opt(
+        "nodeAggregatePolicy", AggregateDurations()
+    )
+    node_memory_collect_policy: str | None = _opt("nodeMemoryCollectPolicy", codecs.STRING)
 
     @classmethod
     def defaults(cls) -> NodeMetricCollectPolicy:
@@ -292,50 +322,31 @@ class NodeMetricCollectPolicy:
 
     @classmethod
     def from_api(cls, raw: Mapping[str, Any]) -> NodeMetricCollectPolicy:
-        """Parse `spec.metricCollectPolicy`; ValueError naming the field of the wrong type."""
-        where = "spec.metricCollectPolicy"
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"{where}: must be an object")
-        policy = raw.get("nodeAggregatePolicy")
-        if policy is not None and not isinstance(policy, Mapping):
-            raise ValueError(f"{where}.nodeAggregatePolicy: must be an object")
-        durations = (policy or {}).get("durations") or []
-        if not isinstance(durations, list) or not all(isinstance(d, str) for d in durations):
-            raise ValueError(f"{where}.nodeAggregatePolicy.durations: must be a list of durations")
-        memory_policy = raw.get("nodeMemoryCollectPolicy")
-        if memory_policy is not None and not isinstance(memory_policy, str):
-            raise ValueError(f"{where}.nodeMemoryCollectPolicy: must be a string")
-        return cls(
-            aggregate_duration_seconds=_optional_int(raw, "aggregateDurationSeconds", where),
-            report_interval_seconds=_optional_int(raw, "reportIntervalSeconds", where),
-            aggregate_durations=None
-            if policy is None
-            else tuple(quantity.parse_go_duration(d) for d in durations),
-            node_memory_collect_policy=memory_policy,
-        )
+        """Parse `spec.metricCollectPolicy` (other keys ignored, as Go does); ValueError lists
+        every field of the wrong type."""
+        errors, where = configstruct.Errors(), configstruct.FieldPath("spec.metricCollectPolicy")
+        others = [key for key in raw if key not in _POLICY_KEYS] if isinstance(raw, Mapping) else []
+        try:
+            found = configstruct.decode_object(cls, raw, where, errors, handled=others)
+        except configstruct.Invalid as err:
+            errors.add(where, err.message)
+        if len(errors):
+            raise ValueError(str(configstruct.ConfigError(errors)))
+        return found
 
     def to_api(self) -> dict[str, Any]:
         """The wire form."""
-        out: dict[str, Any] = {}
-        if self.aggregate_duration_seconds is not None:
-            out["aggregateDurationSeconds"] = self.aggregate_duration_seconds
-        if self.report_interval_seconds is not None:
-            out["reportIntervalSeconds"] = self.report_interval_seconds
-        if self.aggregate_durations is not None:
-            durations = [quantity.format_go_duration(d) for d in self.aggregate_durations]
-            out["nodeAggregatePolicy"] = {"durations": durations} if durations else {}
-        if self.node_memory_collect_policy is not None:
-            out["nodeMemoryCollectPolicy"] = self.node_memory_collect_policy
-        return out
+        return configstruct.encode_object(self)
 
 
-def _optional_int(raw: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{where}.{key}: must be an integer, not {value!r}")
-    return value
+_POLICY_KEYS = frozenset(
+    (
+        "aggregateDurationSeconds",
+        "reportIntervalSeconds",
+        "nodeAggregatePolicy",
+        "nodeMemoryCollectPolicy",
+    )
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,25 +25,6 @@ __all__ = ["DEFAULT_COLLECT", "KEY", "CollectStrategy", "Colocation", "parse"]
 KEY = "colocation-config"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _AggregatePolicy:
-    durations: tuple[timedelta, ...] = field(
-        default=(), metadata=spec("durations", codecs.ListOf(codecs.DURATION))
-    )
-
-
-class _Durations(configstruct.Codec[tuple[timedelta, ...]]):
-    """`metricAggregatePolicy: {durations: [...]}`, held as the durations alone."""
-
-    _NESTED = configstruct.Nested(_AggregatePolicy)
-
-    def decode(self, raw: object, path: configstruct.FieldPath, errors: configstruct.Errors) -> Any:
-        return self._NESTED.decode(raw, path, errors).durations
-
-    def encode(self, value: tuple[timedelta, ...]) -> object:
-        return self._NESTED.encode(_AggregatePolicy(durations=value))
-
-
 def _opt(key: str, codec: configstruct.Codec[Any]) -> Any:
     return field(default=None, metadata=spec(key, codec))
 
@@ -55,7 +36,9 @@ class CollectStrategy:
     enable: bool | None = _opt("enable", codecs.BOOL)
     aggregate_duration_seconds: int | None = _opt("metricAggregateDurationSeconds", codecs.POSITIVE)
     report_interval_seconds: int | None = _opt("metricReportIntervalSeconds", codecs.POSITIVE)
-    aggregate_durations: tuple[timedelta, ...] | None = _opt("metricAggregatePolicy", _Durations())
+    aggregate_durations: tuple[timedelta, ...] | None = _opt(
+        "metricAggregatePolicy", slo.AggregateDurations()
+    )
     memory_collect_policy: str | None = _opt("metricMemoryCollectPolicy", codecs.NAME)
 
     def merged(self, over: CollectStrategy) -> CollectStrategy:
