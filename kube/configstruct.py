@@ -218,9 +218,18 @@ def decode_value(codec: Codec[T], raw: object, path: FieldPath, errors: Errors) 
 
 
 def decode_fields(
-    cls: type[Any], raw: object, path: FieldPath, errors: Errors, *, handled: Collection[str] = ()
+    cls: type[Any],
+    raw: object,
+    path: FieldPath,
+    errors: Errors,
+    *,
+    handled: Collection[str] = (),
+    ignore_unknown: bool = False,
 ) -> tuple[dict[str, Any], frozenset[str]]:
     """The fields `raw` sets, by attribute name, and the keys that failed; see `decode_object`.
+
+    `ignore_unknown` skips undeclared keys silently, as Go's `json.Unmarshal` does,
+    for objects other programs write (a NodeMetric) or keys read elsewhere.
 
     For a struct merged over a base: `dataclasses.replace(base, **changes)`.
     """
@@ -239,7 +248,8 @@ def decode_fields(
             continue
         found = specs.get(key)
         if found is None:
-            errors.add(path.child(key), unknown_field(key, [*handled, *specs]))
+            if not ignore_unknown:
+                errors.add(path.child(key), unknown_field(key, [*handled, *specs]))
         elif item is not None:
             value = decode_value(found.codec, item, path.child(key), errors)
             if value is None:
@@ -260,12 +270,15 @@ def decode_object(
     errors: Errors,
     *,
     handled: Collection[str] = (),
+    ignore_unknown: bool = False,
 ) -> T:
     """Build `cls` from the mapping `raw`; keys in `handled` are left to the caller.
 
     A null counts as "not set", as it does for Go's pointer fields.
     """
-    values, failed = decode_fields(cls, raw, path, errors, handled=handled)
+    values, failed = decode_fields(
+        cls, raw, path, errors, handled=handled, ignore_unknown=ignore_unknown
+    )
     obj = cls(**values)
     check: Callable[[FieldPath, Errors, frozenset[str]], None] | None = getattr(obj, "check", None)
     if check is not None:

@@ -286,10 +286,10 @@ class AggregateDurations(configstruct.Codec[tuple[timedelta, ...]]):
     def decode(
         self, raw: object, path: configstruct.FieldPath, errors: configstruct.Errors
     ) -> tuple[timedelta, ...]:
-        others = [key for key in raw if key != "durations"] if isinstance(raw, Mapping) else []
-        return configstruct.decode_object(
-            _AggregatePolicy, raw, path, errors, handled=others
-        ).durations
+        policy = configstruct.decode_object(
+            _AggregatePolicy, raw, path, errors, ignore_unknown=True
+        )
+        return policy.durations
 
     def encode(self, value: tuple[timedelta, ...]) -> object:
         return {"durations": [quantity.format_go_duration(d) for d in value]} if value else {}
@@ -325,9 +325,8 @@ class NodeMetricCollectPolicy:
         """Parse `spec.metricCollectPolicy` (other keys ignored, as Go does); ValueError lists
         every field of the wrong type."""
         errors, where = configstruct.Errors(), configstruct.FieldPath("spec.metricCollectPolicy")
-        others = [key for key in raw if key not in _POLICY_KEYS] if isinstance(raw, Mapping) else []
         try:
-            found = configstruct.decode_object(cls, raw, where, errors, handled=others)
+            found = configstruct.decode_object(cls, raw, where, errors, ignore_unknown=True)
         except configstruct.Invalid as err:
             errors.add(where, err.message)
         if len(errors):
@@ -337,16 +336,6 @@ class NodeMetricCollectPolicy:
     def to_api(self) -> dict[str, Any]:
         """The wire form."""
         return configstruct.encode_object(self)
-
-
-_POLICY_KEYS = frozenset(
-    (
-        "aggregateDurationSeconds",
-        "reportIntervalSeconds",
-        "nodeAggregatePolicy",
-        "nodeMemoryCollectPolicy",
-    )
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

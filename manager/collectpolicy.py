@@ -88,16 +88,10 @@ class Colocation:
 
 def _collect(raw: Mapping[str, Any], path: str, sink: configdoc.Sink) -> CollectStrategy:
     """The collect-policy fields of a ColocationStrategy; other fields are not ours here."""
-    errors = configstruct.Errors()
-    others = [key for key in raw if key not in _KEYS]
-    found = configstruct.decode_object(
-        CollectStrategy, raw, configstruct.FieldPath(path), errors, handled=others
-    )
+    errors, where = configstruct.Errors(), configstruct.FieldPath(path)
+    found = configstruct.decode_object(CollectStrategy, raw, where, errors, ignore_unknown=True)
     sink.add([str(error) for error in errors])
     return found
-
-
-_KEYS = frozenset(f.metadata["yaml_key"] for f in dataclasses.fields(CollectStrategy))
 
 
 def parse(text: Any) -> tuple[Colocation | None, configdoc.Sink]:

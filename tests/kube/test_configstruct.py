@@ -168,3 +168,13 @@ def test_codec_refusals(codec: configstruct.Codec[Any], raw: object, message: st
 def test_durations_render_like_go(value: timedelta, text: str) -> None:
     """render_duration writes Go's Duration.String form."""
     assert codecs.render_duration(value) == text
+
+
+def test_unknown_keys_can_be_ignored_as_go_does() -> None:
+    """ignore_unknown: keys nobody declared are skipped silently, declared ones still checked."""
+    errors = Errors()
+    found = configstruct.decode_object(
+        Inner, {"level": 101, "future": 1}, FieldPath("n"), errors, ignore_unknown=True
+    )
+    assert found == Inner()
+    assert problems(errors) == ["n.level: must be within [0, 100] (got 101)"]
