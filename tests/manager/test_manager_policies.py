@@ -16,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kube import cache, events, rest
-from manager import batchresource, reconcile
+from manager import batchresource, profilecontroller, reconcile
 from manager.noderesource import parse_colocation_config
 from manager.telemetry import Metrics
 from testbed import controlplane, localcluster
@@ -251,3 +251,97 @@ def test_the_batch_controller_works_as_the_service_account(
         )
     finally:
         controller.stop()
+
+
+def _allowed(client: rest.Rest, verb: str, group: str, resource: str) -> bool:
+    review = client.create(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource}},
+        },
+    )
+    return bool(review["status"].get("allowed"))
+
+
+def test_the_profile_controller_works_as_the_service_account(
+    manager: rest.Rest, kube: rest.Rest
+) -> None:
+    """As the SA: a profile's policy and binding created, replaced and deleted, no write
+    refused; the SA may not write profiles, other admission objects or PriorityClasses."""
+    suffix = uuid.uuid4().hex[:8]
+    name = f"sa-{suffix}"
+    policy = f"{profilecontroller.POLICIES.path()}/nodeqos-colocation-{name}"
+    binding = f"{profilecontroller.BINDINGS.path()}/nodeqos-colocation-{name}"
+    profile = profilecontroller.PROFILES.path(name)
+    controller = profilecontroller.ProfileController(
+        manager, events.Recorder(manager, "nodeqos-manager")
+    )
+    controller.start()
+    try:
+        eventually(lambda: controller.synced, "the profile informers to sync as the manager")
+        kube.create(
+            profilecontroller.PROFILES.path(),
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": name},
+                "spec": {
+                    "selector": {"matchLabels": {"sa": suffix}},
+                    "qosClass": "BE",
+                    "priorityClassName": "",
+                },
+            },
+        )
+        eventually(lambda: controller.profiles.get(name), "the profile in the cache")
+        assert controller.reconcile() == 2  # sent as the SA; a refused write is only logged,
+        # so the objects themselves prove it
+        eventually(lambda: kube.get(policy) and kube.get(binding), "the policy and binding")
+        stored = kube.get(profile)
+        stored["spec"]["qosClass"] = "LS"
+        kube.replace(profile, stored)
+        eventually(
+            lambda: (controller.profiles.get(name) or {}).get("spec", {}).get("qosClass") == "LS",
+            "the changed profile in the cache",
+        )
+        eventually(
+            lambda: controller.owned["MutatingAdmissionPolicy"].get(f"nodeqos-colocation-{name}"),
+            "the policy in the cache",
+        )
+        assert controller.reconcile() == 1  # the policy replaced
+        eventually(
+            lambda: "LS" in str(kube.get(policy)["spec"]["mutations"]), "the replaced policy"
+        )
+        kube.delete(profile)
+        eventually(lambda: controller.profiles.get(name) is None, "the profile gone from the cache")
+        assert controller.reconcile() == 2
+        eventually(lambda: not _exists(kube, policy) and not _exists(kube, binding), "both deleted")
+    finally:
+        controller.stop()
+        for path in (profile, binding, policy):
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(path)
+    admission = "admissionregistration.k8s.io"
+    for verb in ("create", "update", "delete"):
+        for resource in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings"):
+            assert _allowed(manager, verb, admission, resource), (verb, resource)
+    for verb, group, resource in (
+        ("patch", admission, "mutatingadmissionpolicies"),
+        ("create", admission, "validatingadmissionpolicies"),
+        ("create", admission, "mutatingwebhookconfigurations"),
+        ("create", "config.koordinator.sh", "clustercolocationprofiles"),
+        ("update", "config.koordinator.sh", "clustercolocationprofiles"),
+        ("create", "scheduling.k8s.io", "priorityclasses"),
+        ("create", "", "pods"),
+    ):
+        assert not _allowed(manager, verb, group, resource), (verb, group, resource)
+
+
+def _exists(kube: rest.Rest, path: str) -> bool:
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        assert err.not_found
+        return False
+    return True
