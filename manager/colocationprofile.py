@@ -27,10 +27,15 @@ Then, in Koordinator's order, each its own mutation so each sees the previous on
 
 What CEL cannot express, and what happens instead (`ProfileError` names the field):
 
-- `probability` (0-100 or a percentage): the webhook draws a random number per
+- `probability` (0-100 or a percentage): Koordinator draws a random number per
   pod; CEL has no randomness, and at admission a pod may have no name or UID yet
   to hash. 100% (or unset) renders the profile; 0 renders nothing (it never
-  applies); anything between is refused.
+  applies); anything between is drawn by the manager's webhook (`manager.probability`),
+  which annotates the pod; every mutation of the policy is a no-op unless that annotation
+  says `apply`, with `reinvocationPolicy: IfNeeded` (policies run before webhooks; the
+  webhook's change makes the API server run them again; a policy a matchCondition
+  skipped is not run again, so none is used). Label suffixes are then appended only to a
+  value not already ending with them, so the second run does not append twice.
 - Koordinator applies all matching profiles in name order and translates
   resources once at the end; here each profile is its own policy (the API server
   runs policies independently), and the translation is idempotent, so it runs
@@ -48,6 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager import probability as probability_webhook
 from manager import profilepatch
 
 GROUP_VERSION = "admissionregistration.k8s.io/v1"
@@ -101,6 +107,7 @@ class Profile:
     label_suffixes: Mapping[str, str] = field(default_factory=dict)
     patch: tuple[Mapping[str, Any], ...] = ()  # the patch's mutations, rendered when parsed
     never: bool = False  # probability 0: the profile applies to no pod
+    percent: int = 100  # 1-99: decided per pod by the manager's webhook (`manager.probability`)
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Profile:
@@ -115,6 +122,7 @@ class Profile:
         if qos and qos not in QOS_CLASSES:
             errors.append(f"spec.qosClass: must be one of {', '.join(QOS_CLASSES)}, got {qos!r}")
         never = False
+        percent: int | None = 100
         probability = spec.get("probability")
         if probability is not None:
             percent = _percent(probability)
@@ -124,11 +132,6 @@ class Profile:
                 )
             elif percent == 0:
                 never = True
-            elif percent < 100:
-                errors.append(
-                    f"spec.probability: {probability!r} cannot be expressed in CEL (no randomness);"
-                    " use 0 or 100%"
-                )
         for key in ("labels", "annotations", *_MAPPINGS):
             value = spec.get(key) or {}
             if not isinstance(value, Mapping) or not all(
@@ -156,6 +159,7 @@ class Profile:
             label_suffixes=dict(spec.get("labelSuffixes") or {}),
             patch=tuple(patch),
             never=never,
+            percent=100 if percent is None else percent,
         )
 
 
@@ -223,12 +227,21 @@ def _suffix_mutation(profile: Profile) -> dict[str, Any] | None:
     ops = []
     for key, suffix in sorted(profile.label_suffixes.items()):
         pointer = "/metadata/labels/" + key.replace("~", "~0").replace("/", "~1")
+        once = (
+            f" && !object.metadata.labels[{_cel(key)}].endsWith({_cel(suffix)})"
+            if _reinvoked(profile)
+            else ""
+        )
         ops.append(
-            f"(has(object.metadata.labels) && {_cel(key)} in object.metadata.labels"
+            f"(has(object.metadata.labels) && {_cel(key)} in object.metadata.labels{once}"
             f" ? [JSONPatch{{op: 'replace', path: {_cel(pointer)},"
             f" value: object.metadata.labels[{_cel(key)}] + {_cel(suffix)}}}] : [])"
         )
     return {"patchType": "JSONPatch", "jsonPatch": {"expression": " + ".join(ops)}}
+
+
+def _reinvoked(profile: Profile) -> bool:
+    return 0 < profile.percent < 100
 
 
 def _profile_mutations(profile: Profile, priority_value: int | None) -> list[dict[str, Any]]:
@@ -328,7 +341,7 @@ def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[
     name = f"nodeqos-colocation-{profile.name}"
     mutations = _profile_mutations(profile, priority_value)
     mutations.append(_resource_mutation())
-    policy = {
+    policy: dict[str, Any] = {
         "apiVersion": GROUP_VERSION,
         "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodeqos-manager"}},
@@ -345,10 +358,27 @@ def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[
             },
             "failurePolicy": "Ignore",
             "variables": _variables(),
-            "reinvocationPolicy": "Never",
+            "reinvocationPolicy": "IfNeeded" if _reinvoked(profile) else "Never",
             "mutations": mutations,
         },
     }
+    if _reinvoked(profile):
+        # Not a matchCondition: a policy skipped by one is not run again after the webhook.
+        # Run on the first pass as a no-op, it is reinvoked once the webhook has annotated.
+        key = _cel(probability_webhook.annotation(profile.name))
+        policy["spec"]["variables"].insert(
+            0,
+            {
+                "name": "drawn",
+                "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations"
+                f" && object.metadata.annotations[{key}] == 'apply'",
+            },
+        )
+        for mutation in mutations:
+            for kind, empty in (("applyConfiguration", "Object{}"), ("jsonPatch", "[]")):
+                if kind in mutation:
+                    expression = mutation[kind]["expression"]
+                    mutation[kind] = {"expression": f"!variables.drawn ? {empty} : ({expression})"}
     match: dict[str, Any] = {}
     if profile.namespace_selector is not None:
         match["namespaceSelector"] = dict(profile.namespace_selector)

@@ -58,7 +58,6 @@ def test_zero_probability_renders_nothing(probability: Any) -> None:
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        pytest.param({"probability": "50%"}, "spec.probability", id="partial-probability"),
         pytest.param({"probability": "x"}, "spec.probability", id="bad-probability"),
         pytest.param({"patch": {"status": {"phase": "x"}}}, "spec.patch.status", id="patch-status"),
         pytest.param(
@@ -121,3 +120,18 @@ def test_mappings_and_patch_render_in_koordinators_order() -> None:
     assert 'spec: Object.spec{schedulerName: "s"}' in found[4]
     assert found[5].startswith("[JSONPatch{op: 'add', path: \"/spec/tolerations\"")
     assert "kubernetes.io~1batch-cpu" not in found[6] and "variables.cpuName" in found[6]
+
+
+def test_partial_probability_waits_for_the_webhooks_draw() -> None:
+    """1-99%: every mutation is a no-op unless the webhook's annotation says apply, and the
+    policy is reinvoked after the webhook; a suffix is not appended twice."""
+    policy, _ = render(profile(probability="30%", labelSuffixes={"a": "-x"}))
+    spec = policy["spec"]
+    assert spec["reinvocationPolicy"] == "IfNeeded"
+    assert "matchConditions" not in spec
+    drawn = spec["variables"][0]
+    assert drawn["name"] == "drawn" and "'apply'" in drawn["expression"]
+    assert '"colocation.nodeqos.io/p"' in drawn["expression"]
+    found = _expressions(policy).splitlines()
+    assert all(e.startswith("!variables.drawn ? ") for e in found)
+    assert '.endsWith("-x")' in found[0]
