@@ -1,5 +1,5 @@
 """The one part of a ClusterColocationProfile CEL cannot decide: `probability` between 1% and
-99%. Served by nodeqos-manager as a small mutating webhook; imports nothing of ours.
+99%. Served by nodeqos-manager as a small mutating webhook; imports `kube` only.
 
 Koordinator draws `rand.Intn(100)` per pod and skips the profile when the draw is greater
 than the percentage (`shouldSkipProfile` in
@@ -16,8 +16,10 @@ the webhook's change makes the API server run the policies once more, and then i
 The webhook configuration has `failurePolicy: Ignore` and a short timeout: a manager outage
 leaves the annotation unset, so the profile does not apply, and the pod is created.
 
-The serving certificate is made at start with `openssl` (a throwaway CA and a leaf for the
-Service's DNS names and 127.0.0.1); the CA goes into the configuration's `caBundle`.
+The serving certificate is made with `openssl` (a throwaway CA and a leaf for the
+Service's DNS names and 127.0.0.1) by the first replica to start, and kept in the Secret
+`nodeqos-manager-webhook` so every replica behind the Service serves the same one; the CA
+goes into the configuration's `caBundle`. Delete the Secret to have a new one made.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ import logging
 import random
 import ssl
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kube import rest
 
 log = logging.getLogger("manager.probability")
 
@@ -116,6 +119,54 @@ def make_certificate(directory: Path, hosts: list[str]) -> Certificate:
     return Certificate(cert=cert, key=key, ca_pem=ca.read_bytes())
 
 
+SECRET = "nodeqos-manager-webhook"
+
+
+def shared_certificate(
+    client: rest.Rest, namespace: str, directory: Path, hosts: list[str]
+) -> Certificate:
+    """The certificate in Secret `namespace/SECRET`, made and stored first if missing (a
+    replica that loses the race to create it takes the winner's)."""
+    import base64
+
+    path = f"/api/v1/namespaces/{namespace}/secrets"
+    try:
+        secret = client.get(f"{path}/{SECRET}")
+    except rest.ApiError as err:
+        if not err.not_found:
+            raise
+        made = make_certificate(directory, hosts)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": SECRET, "namespace": namespace},
+            "type": "kubernetes.io/tls",
+            "data": {
+                name: base64.b64encode(file.read_bytes()).decode()
+                for name, file in (
+                    ("ca.crt", directory / "ca.crt"),
+                    ("tls.crt", made.cert),
+                    ("tls.key", made.key),
+                )
+            },
+        }
+        try:
+            client.create(path, body)
+            return made
+        except rest.ApiError as conflict:
+            if conflict.status != 409:
+                raise
+            secret = client.get(f"{path}/{SECRET}")
+    data = secret.get("data") or {}
+    files = {}
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        files[name] = directory / f"shared-{name}"
+        files[name].write_bytes(base64.b64decode(data.get(name, "")))
+    return Certificate(
+        cert=files["tls.crt"], key=files["tls.key"], ca_pem=files["ca.crt"].read_bytes()
+    )
+
+
 def _openssl(*args: str) -> None:
     done = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -132,12 +183,11 @@ class Server:
         self,
         address: tuple[str, int],
         percent_of: Callable[[str], int | None],
+        certificate: Certificate,
         *,
-        hosts: list[str],
         draw: Callable[[], int] = lambda: random.randrange(100),
     ) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="nodeqos-webhook-")
-        self.certificate = make_certificate(Path(self._dir.name), hosts)
+        self.certificate = certificate
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.certificate.cert, self.certificate.key)
         handler = _handler(percent_of, draw)
@@ -157,11 +207,12 @@ class Server:
         self._thread.start()
 
     def stop(self) -> None:
+        if self._thread is None:
+            return
         self._httpd.shutdown()
         self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5.0)
-        self._dir.cleanup()
+        self._thread.join(5.0)
+        self._thread = None
 
 
 def _handler(

@@ -1,77 +1,78 @@
-"""Probability between 1% and 99% on the real API server: the manager's webhook draws per pod,
-the profile's MutatingAdmissionPolicy applies where the draw says so, and with the webhook
-gone pods are still created, unmutated."""
+"""Probability between 1% and 99% on the real API server: the profile controller keeps the
+policy and the webhook configuration, the manager's webhook draws per pod, the policy
+applies where the draw says so, and with the webhook gone pods are still created, unmutated."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kube import rest
-from manager import colocationprofile, probability
-from tests.manager.test_colocationprofile_controlplane import MAP, MAPB, _pod
+from kube import events, rest
+from manager import probability, profilecontroller
+from tests.manager.test_colocationprofile_controlplane import PROFILES, _pod
+from tests.manager.test_reconcile_controlplane import eventually
 
 pytestmark = pytest.mark.controlplane
 
-MWC = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 N = 40
-
-
-@pytest.fixture
-def cleanup(kube: rest.Rest) -> Iterator[list[str]]:
-    paths: list[str] = []
-    yield paths
-    for path in reversed(paths):
-        with contextlib.suppress(rest.ApiError):
-            kube.delete(path)
 
 
 def _decided(pod: dict[str, Any], key: str) -> str:
     return str((pod["metadata"].get("annotations") or {}).get(key, ""))
 
 
-def test_half_of_the_pods_get_a_fifty_percent_profile(kube: rest.Rest, cleanup: list[str]) -> None:
+def test_half_of_the_pods_get_a_fifty_percent_profile(kube: rest.Rest, tmp_path: Path) -> None:
     """50% over 40 pods: applied to 8..32 (binomial bounds), exactly those marked 'apply';
-    webhook stopped: pods are still created and unmutated."""
+    webhook stopped: pods are still created and unmutated; profile gone: configuration gone."""
     suffix = uuid.uuid4().hex[:8]
     name = f"half-{suffix}"
     namespace = f"prob-{suffix}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"prob": suffix}}})
-    cleanup.append(f"/api/v1/namespaces/{namespace}")
-    spec = {
-        "namespaceSelector": {"matchLabels": {"prob": suffix}},
-        "selector": {"matchLabels": {"app": "spark"}},
-        "qosClass": "BE",
-        "probability": "50%",
-    }
-    profile = colocationprofile.Profile.from_api({"metadata": {"name": name}, "spec": spec})
+    certificate = probability.make_certificate(tmp_path, ["127.0.0.1"])
+    controller: profilecontroller.ProfileController | None = None
     server = probability.Server(
         ("127.0.0.1", 0),
-        lambda p: profile.percent if p == name else None,
-        hosts=["127.0.0.1"],
+        lambda p: None if controller is None else controller.percent(p),
+        certificate,
     )
+    webhook = profilecontroller.Webhook(
+        {"url": f"https://127.0.0.1:{server.port}"}, certificate.ca_pem
+    )
+    controller = profilecontroller.ProfileController(
+        kube, events.Recorder(kube, "nodeqos-manager"), webhook=webhook
+    )
+    config = profilecontroller.WEBHOOKS.path(probability.CONFIGURATION)
+    stop = threading.Event()
     server.start()
+    controller.start()
+    loop = threading.Thread(target=controller.run, args=(stop, lambda: True), daemon=True)
+    loop.start()
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    key = probability.annotation(name)
     try:
-        entry = probability.Entry(name, spec["namespaceSelector"], spec["selector"])
-        config = probability.configuration(
-            [entry], {"url": f"https://127.0.0.1:{server.port}"}, server.certificate.ca_pem
+        kube.create(
+            PROFILES,
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"prob": suffix}},
+                    "selector": {"matchLabels": {"app": "spark"}},
+                    "qosClass": "BE",
+                    "priorityClassName": "",
+                    "probability": "50%",
+                },
+            },
         )
-        config["metadata"]["name"] = f"{probability.CONFIGURATION}-{suffix}"
-        kube.create(MWC, config)
-        cleanup.append(f"{MWC}/{config['metadata']['name']}")
-        for item in colocationprofile.render(profile):
-            path = MAP if item["kind"] == "MutatingAdmissionPolicy" else MAPB
-            kube.create(path, item)
-            cleanup.append(f"{path}/{item['metadata']['name']}")
-        pods = f"/api/v1/namespaces/{namespace}/pods"
-        key = probability.annotation(name)
         deadline = time.monotonic() + 60
-        while True:  # both the webhook and the policy take a moment to be in force
+        while True:  # the webhook and the policy each take a moment to be in force
             probe = kube.request(
                 "POST", pods, query={"dryRun": "All"}, body=_pod("probe", {"app": "spark"})
             )
@@ -91,9 +92,30 @@ def test_half_of_the_pods_get_a_fifty_percent_profile(kube: rest.Rest, cleanup: 
             assert (
                 "kubernetes.io/batch-cpu" in pod["spec"]["containers"][0]["resources"]["requests"]
             )
+        other = kube.create(pods, _pod("web", {"app": "web"}))  # outside the selector
+        assert _decided(other, key) == ""
+        server.stop()  # the manager is gone: pods are still created, the profile not applied
+        outage = kube.create(pods, _pod("outage", {"app": "spark"}))
+        assert _decided(outage, key) == ""
+        assert "koordinator.sh/qosClass" not in outage["metadata"]["labels"]
+        assert outage["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+        kube.delete(f"{PROFILES}/{name}")
+        eventually(lambda: not _exists(kube, config), "the webhook configuration deleted")
     finally:
-        server.stop()
-    outage = kube.create(pods, _pod("outage", {"app": "spark"}))
-    assert _decided(outage, key) == ""
-    assert "koordinator.sh/qosClass" not in outage["metadata"]["labels"]
-    assert outage["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+        stop.set()
+        loop.join(10)
+        controller.stop()
+        with contextlib.suppress(Exception):
+            server.stop()
+        for path in (f"{PROFILES}/{name}", config, f"/api/v1/namespaces/{namespace}"):
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(path)
+
+
+def _exists(kube: rest.Rest, path: str) -> bool:
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        assert err.not_found
+        return False
+    return True
