@@ -17,6 +17,7 @@ import re
 import socket
 import tempfile
 import threading
+import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass
@@ -317,12 +318,21 @@ def _probability_webhook(
         hosts[:0] = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
         client_config = {"service": {"namespace": namespace, "name": name, "port": port}}
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-webhook-"))
-    try:
-        certificate = probability.shared_certificate(
-            client, options.lease_namespace, workdir, hosts
-        )
-    except (rest.ApiError, rest.ApiUnavailable, RuntimeError) as err:
-        raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+    delay = 1.0
+    for attempt in range(8):  # an API server still starting is no reason to exit at once
+        try:
+            certificate = probability.shared_certificate(
+                client, options.lease_namespace, workdir, hosts
+            )
+            break
+        except rest.ApiUnavailable as err:
+            if attempt == 7:
+                raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+            log.warning("webhook certificate: %s; retrying in %.0f s", err, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+        except (rest.ApiError, RuntimeError) as err:
+            raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
     return certificate, profilecontroller.Webhook(client_config, certificate.ca_pem)
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube import events, rest
-from manager import probability, profilecontroller
+from manager import daemon, probability, profilecontroller
+from testbed import controlplane
 from tests.manager.test_colocationprofile_controlplane import PROFILES, _pod
 from tests.manager.test_reconcile_controlplane import eventually
 
@@ -119,3 +121,62 @@ def _exists(kube: rest.Rest, path: str) -> bool:
         assert err.not_found
         return False
     return True
+
+
+def test_the_manager_daemon_serves_the_draw(kube: rest.Rest) -> None:
+    """nodeqos-manager with --webhook-addr/--webhook-url: its Secret holds the certificate,
+    and a pod of a 50% profile comes back with the daemon's decision."""
+    suffix = uuid.uuid4().hex[:8]
+    namespace = f"probd-{suffix}"
+    name = f"daemon-{suffix}"
+    kube.create(
+        "/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"probd": suffix}}}
+    )
+    port = controlplane.free_port()
+    options = daemon.Options(
+        config_namespace=namespace,
+        lease_namespace=namespace,
+        leader_elect=False,
+        metrics_addr="127.0.0.1:0",
+        node_selector=f"nodeqos-test=none-{suffix}",
+        manage_nodemetrics=False,
+        webhook_addr=f"127.0.0.1:{port}",
+        webhook_url=f"https://127.0.0.1:{port}",
+    )
+    running = daemon.build(options, CollectorRegistry(), client=kube)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    key = probability.annotation(name)
+    try:
+        assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/{probability.SECRET}")["data"]
+        kube.create(
+            PROFILES,
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"probd": suffix}},
+                    "qosClass": "BE",
+                    "priorityClassName": "",
+                    "probability": 50,
+                },
+            },
+        )
+        pods = f"/api/v1/namespaces/{namespace}/pods"
+
+        def decided() -> str:
+            probe = kube.request("POST", pods, query={"dryRun": "All"}, body=_pod("p", {}))
+            return _decided(probe, key)
+
+        eventually(lambda: decided() in ("apply", "skip"), "the daemon's webhook to decide")
+    finally:
+        running.stop()
+        thread.join(30)
+        for path in (
+            f"{PROFILES}/{name}",
+            profilecontroller.WEBHOOKS.path(probability.CONFIGURATION),
+            f"/api/v1/namespaces/{namespace}",
+        ):
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(path)
