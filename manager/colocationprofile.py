@@ -60,6 +60,7 @@ GROUP_VERSION = "admissionregistration.k8s.io/v1"
 LABEL_QOS = "koordinator.sh/qosClass"
 LABEL_PRIORITY = "koordinator.sh/priority"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+ANNOTATION_PREFIX = probability_webhook.ANNOTATION_PREFIX
 QOS_CLASSES = ("LSE", "LSR", "LS", "BE", "SYSTEM")
 MAX_CONTAINERS = 16  # per list; the patch expression is unrolled over indexes
 _MAPPINGS = ("labelKeysMapping", "annotationKeysMapping", "labelSuffixes")
@@ -132,6 +133,12 @@ class Profile:
                 )
             elif percent == 0:
                 never = True
+            elif percent < 100 and len(name) > 63:
+                errors.append(
+                    "metadata.name: a profile with a probability between 1% and 99% names the"
+                    f" pod annotation {ANNOTATION_PREFIX}<name>, so at most 63 characters"
+                    f" (got {len(name)}); shorten the name"
+                )
         for key in ("labels", "annotations", *_MAPPINGS):
             value = spec.get(key) or {}
             if not isinstance(value, Mapping) or not all(

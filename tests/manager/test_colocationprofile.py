@@ -135,3 +135,13 @@ def test_partial_probability_waits_for_the_webhooks_draw() -> None:
     found = _expressions(policy).splitlines()
     assert all(e.startswith("!variables.drawn ? ") for e in found)
     assert '.endsWith("-x")' in found[0]
+
+
+def test_a_drawn_profile_name_must_fit_an_annotation_key() -> None:
+    """1-99% with a name over 63 characters: refused, naming metadata.name (the annotation
+    key the webhook writes would make the API server refuse the pod)."""
+    with pytest.raises(ProfileError, match=r"metadata\.name"):
+        Profile.from_api(
+            {"metadata": {"name": "p" * 64}, "spec": {"qosClass": "BE", "probability": 50}}
+        )
+    assert Profile.from_api({"metadata": {"name": "p" * 64}, "spec": {"probability": 100}})
