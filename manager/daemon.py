@@ -181,6 +181,7 @@ class Daemon:
                 parse_address(options.webhook_addr),
                 lambda name: self.profiles.percent(name),
                 certificate,
+                record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
             )
         self.profiles = profilecontroller.ProfileController(client, recorder, webhook=webhook)
         self._stop = threading.Event()

@@ -59,17 +59,27 @@ def _pointer(key: str) -> str:
 
 
 def review_response(
-    review: Mapping[str, Any], profile: str, percent: int | None, draw: Callable[[], int]
+    review: Mapping[str, Any],
+    profile: str,
+    percent: int | None,
+    draw: Callable[[], int],
+    record: Callable[[str], None] = lambda _decision: None,
 ) -> dict[str, Any]:
     """The AdmissionReview answer for one pod and one profile: always allowed; a JSONPatch
-    records the draw unless the profile is unknown or the pod already has its decision."""
+    records the draw unless the profile is unknown or the pod already has its decision.
+    `record` gets "apply", "skip", "unknown-profile" or "already-decided"."""
     request = review.get("request") or {}
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
     pod = request.get("object") or {}
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     key = annotation(profile)
-    if percent is not None and key not in annotations:
+    if percent is None:
+        record("unknown-profile")
+    elif key in annotations:
+        record("already-decided")
+    else:
         value = "apply" if applies(percent, draw()) else "skip"
+        record(value)
         if annotations:
             op: dict[str, Any] = {
                 "op": "add",
@@ -186,11 +196,12 @@ class Server:
         certificate: Certificate,
         *,
         draw: Callable[[], int] = lambda: random.randrange(100),
+        record: Callable[[str], None] = lambda _decision: None,
     ) -> None:
         self.certificate = certificate
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.certificate.cert, self.certificate.key)
-        handler = _handler(percent_of, draw)
+        handler = _handler(percent_of, draw, record)
         self._httpd = http.server.ThreadingHTTPServer(address, handler)
         self._httpd.daemon_threads = True
         self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
@@ -216,7 +227,9 @@ class Server:
 
 
 def _handler(
-    percent_of: Callable[[str], int | None], draw: Callable[[], int]
+    percent_of: Callable[[str], int | None],
+    draw: Callable[[], int],
+    record: Callable[[str], None],
 ) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -226,7 +239,9 @@ def _handler(
                 if not self.path.startswith(PATH_PREFIX) or not isinstance(review, dict):
                     raise ValueError(f"unexpected request to {self.path}")
                 profile = self.path[len(PATH_PREFIX) :].split("?", 1)[0]
-                body = json.dumps(review_response(review, profile, percent_of(profile), draw))
+                body = json.dumps(
+                    review_response(review, profile, percent_of(profile), draw, record)
+                )
             except (ValueError, json.JSONDecodeError) as err:
                 self.send_error(400, str(err))
                 return

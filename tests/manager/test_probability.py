@@ -69,8 +69,12 @@ def test_nothing_to_draw_is_allowed_untouched(
     annotations: dict[str, str] | None, percent: int | None
 ) -> None:
     """A decided pod or an unknown profile: allowed, no patch, no draw."""
-    answer = probability.review_response(_review(annotations), "prof", percent, lambda: 1 // 0)
+    seen: list[str] = []
+    answer = probability.review_response(
+        _review(annotations), "prof", percent, lambda: 1 // 0, seen.append
+    )
     assert answer["response"] == {"uid": "u1", "allowed": True}
+    assert seen == ["already-decided" if percent else "unknown-profile"]
 
 
 def test_configuration_is_scoped_and_never_blocks() -> None:

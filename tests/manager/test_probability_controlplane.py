@@ -170,6 +170,14 @@ def test_the_manager_daemon_serves_the_draw(kube: rest.Rest) -> None:
             return _decided(probe, key)
 
         eventually(lambda: decided() in ("apply", "skip"), "the daemon's webhook to decide")
+        drawn = sum(
+            running.registry.get_sample_value(
+                "nodeqos_manager_probability_draws_total", {"decision": d}
+            )
+            or 0
+            for d in ("apply", "skip")
+        )
+        assert drawn >= 1
     finally:
         running.stop()
         thread.join(30)
