@@ -4,7 +4,9 @@ Koordinator applies a profile in its pod webhook
 (`pkg/webhook/pod/mutating/cluster_colocation_profile.go`); nodeqos-manager
 instead renders one `MutatingAdmissionPolicy` + `MutatingAdmissionPolicyBinding`
 (`admissionregistration.k8s.io/v1`) per profile, so the API server applies it
-itself and no server of ours sits in the pod-creation path. On pod CREATE, for
+itself and no server of ours sits in the pod-creation path (but for the fail-open
+probability webhook, `manager.probability`). Imports `manager.profilepatch` and
+`manager.probability` (its annotation key). On pod CREATE, for
 pods in the profile's namespaces (`namespaceSelector`) matching its `selector`:
 
 1. labels and annotations of the profile are set; `qosClass` becomes label
