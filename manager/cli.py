@@ -80,6 +80,25 @@ def _fail(ctx: click.Context, title: str, problems: list[str]) -> NoReturn:
     metavar="SELECTOR",
     help="Manage only the nodes this label selector picks (e.g. 'pool in (a,b)'); default all.",
 )
+@click.option(
+    "--webhook-addr",
+    default="",
+    metavar="HOST:PORT",
+    help="Serve the probability webhook (profiles with probability 1-99%) here; empty: off.",
+)
+@click.option(
+    "--webhook-service",
+    default="nodeqos-system/nodeqos-manager:443",
+    show_default=True,
+    metavar="NAMESPACE/NAME:PORT",
+    help="The Service through which the API server reaches the webhook.",
+)
+@click.option(
+    "--webhook-url",
+    default="",
+    metavar="URL",
+    help="Reach the webhook at this https URL instead of the Service (out-of-cluster).",
+)
 @click.option("--kube-api-qps", "qps", type=float, default=100.0, show_default=True)
 @click.option("--kube-api-burst", "burst", type=int, default=200, show_default=True)
 @click.option("-v", "--verbose", count=True, help="Log debug messages.")

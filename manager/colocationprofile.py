@@ -4,7 +4,9 @@ Koordinator applies a profile in its pod webhook
 (`pkg/webhook/pod/mutating/cluster_colocation_profile.go`); nodeqos-manager
 instead renders one `MutatingAdmissionPolicy` + `MutatingAdmissionPolicyBinding`
 (`admissionregistration.k8s.io/v1`) per profile, so the API server applies it
-itself and no server of ours sits in the pod-creation path. On pod CREATE, for
+itself and no server of ours sits in the pod-creation path (but for the fail-open
+probability webhook, `manager.probability`). Imports `manager.profilepatch` and
+`manager.probability` (its annotation key). On pod CREATE, for
 pods in the profile's namespaces (`namespaceSelector`) matching its `selector`:
 
 1. labels and annotations of the profile are set; `qosClass` becomes label
@@ -19,15 +21,23 @@ pods in the profile's namespaces (`namespaceSelector`) matching its `selector`:
    batch -> `kubernetes.io/batch-cpu` (millicores, an integer) and
    `kubernetes.io/batch-memory` (the same quantity); mid -> `kubernetes.io/mid-*`.
 
+Then, in Koordinator's order, each its own mutation so each sees the previous one's result:
+`labelKeysMapping`/`annotationKeysMapping` copy a label's (annotation's) value to a new key
+(a missing source key gives "", as Koordinator's `pod.Labels[new] = pod.Labels[old]`),
+`labelSuffixes` append to a label that is present, and `patch` is rendered by
+`manager.profilepatch` (what it cannot render is refused, naming the field).
+
 What CEL cannot express, and what happens instead (`ProfileError` names the field):
 
-- `probability` (0-100 or a percentage): the webhook draws a random number per
+- `probability` (0-100 or a percentage): Koordinator draws a random number per
   pod; CEL has no randomness, and at admission a pod may have no name or UID yet
   to hash. 100% (or unset) renders the profile; 0 renders nothing (it never
-  applies); anything between is refused.
-- `patch` (a strategic merge patch) and `labelKeysMapping`,
-  `annotationKeysMapping`, `labelSuffixes`: not rendered yet; a profile using
-  them is refused rather than applied in part.
+  applies); anything between is drawn by the manager's webhook (`manager.probability`),
+  which annotates the pod; every mutation of the policy is a no-op unless that annotation
+  says `apply`, with `reinvocationPolicy: IfNeeded` (policies run before webhooks; the
+  webhook's change makes the API server run them again; a policy a matchCondition
+  skipped is not run again, so none is used). Label suffixes are then appended only to a
+  value not already ending with them, so the second run does not append twice.
 - Koordinator applies all matching profiles in name order and translates
   resources once at the end; here each profile is its own policy (the API server
   runs policies independently), and the translation is idempotent, so it runs
@@ -45,15 +55,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager import probability as probability_webhook
+from manager import profilepatch
+
 GROUP_VERSION = "admissionregistration.k8s.io/v1"
 LABEL_QOS = "koordinator.sh/qosClass"
 LABEL_PRIORITY = "koordinator.sh/priority"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+ANNOTATION_PREFIX = probability_webhook.ANNOTATION_PREFIX
 QOS_CLASSES = ("LSE", "LSR", "LS", "BE", "SYSTEM")
 MAX_CONTAINERS = 16  # per list; the patch expression is unrolled over indexes
-_UNSUPPORTED = ("patch", "labelKeysMapping", "annotationKeysMapping", "labelSuffixes")
+_MAPPINGS = ("labelKeysMapping", "annotationKeysMapping", "labelSuffixes")
 _KNOWN = frozenset(
     {
+        "patch",
+        *_MAPPINGS,
         "namespaceSelector",
         "selector",
         "probability",
@@ -63,7 +79,6 @@ _KNOWN = frozenset(
         "labels",
         "annotations",
         "schedulerName",
-        *_UNSUPPORTED,
     }
 )
 # Koordinator's ResourceNameMap: priority class -> (cpu name, memory name)
@@ -90,7 +105,12 @@ class Profile:
     annotations: Mapping[str, str] = field(default_factory=dict)
     namespace_selector: Mapping[str, Any] | None = None
     selector: Mapping[str, Any] | None = None
+    label_keys_mapping: Mapping[str, str] = field(default_factory=dict)
+    annotation_keys_mapping: Mapping[str, str] = field(default_factory=dict)
+    label_suffixes: Mapping[str, str] = field(default_factory=dict)
+    patch: tuple[Mapping[str, Any], ...] = ()  # the patch's mutations, rendered when parsed
     never: bool = False  # probability 0: the profile applies to no pod
+    percent: int = 100  # 1-99: decided per pod by the manager's webhook (`manager.probability`)
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Profile:
@@ -101,12 +121,11 @@ class Profile:
         for key in spec:
             if key not in _KNOWN:
                 errors.append(f"spec.{key}: unknown field")
-            elif key in _UNSUPPORTED and spec[key]:
-                errors.append(f"spec.{key}: not supported by the admission-policy rendering")
         qos = spec.get("qosClass") or ""
         if qos and qos not in QOS_CLASSES:
             errors.append(f"spec.qosClass: must be one of {', '.join(QOS_CLASSES)}, got {qos!r}")
         never = False
+        percent: int | None = 100
         probability = spec.get("probability")
         if probability is not None:
             percent = _percent(probability)
@@ -116,12 +135,13 @@ class Profile:
                 )
             elif percent == 0:
                 never = True
-            elif percent < 100:
+            elif percent < 100 and len(name) > 63:
                 errors.append(
-                    f"spec.probability: {probability!r} cannot be expressed in CEL (no randomness);"
-                    " use 0 or 100%"
+                    "metadata.name: a profile with a probability between 1% and 99% names the"
+                    f" pod annotation {ANNOTATION_PREFIX}<name>, so at most 63 characters"
+                    f" (got {len(name)}); shorten the name"
                 )
-        for key in ("labels", "annotations"):
+        for key in ("labels", "annotations", *_MAPPINGS):
             value = spec.get(key) or {}
             if not isinstance(value, Mapping) or not all(
                 isinstance(v, str) for v in value.values()
@@ -130,6 +150,7 @@ class Profile:
         kp = spec.get("koordinatorPriority")
         if kp is not None and (not isinstance(kp, int) or isinstance(kp, bool)):
             errors.append(f"spec.koordinatorPriority: must be an integer, got {kp!r}")
+        patch = profilepatch.mutations(spec.get("patch"), errors)
         if errors:
             raise ProfileError(f"ClusterColocationProfile {name}: " + "; ".join(errors))
         return cls(
@@ -142,7 +163,12 @@ class Profile:
             annotations=dict(spec.get("annotations") or {}),
             namespace_selector=spec.get("namespaceSelector"),
             selector=spec.get("selector"),
+            label_keys_mapping=dict(spec.get("labelKeysMapping") or {}),
+            annotation_keys_mapping=dict(spec.get("annotationKeysMapping") or {}),
+            label_suffixes=dict(spec.get("labelSuffixes") or {}),
+            patch=tuple(patch),
             never=never,
+            percent=100 if percent is None else percent,
         )
 
 
@@ -161,29 +187,7 @@ def _cel(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a valid CEL string literal
 
 
-def _profile_mutation(profile: Profile, priority_value: int | None) -> dict[str, Any] | None:
-    labels = dict(profile.labels)
-    if profile.qos_class:
-        labels[LABEL_QOS] = profile.qos_class
-    if profile.koordinator_priority is not None:
-        labels[LABEL_PRIORITY] = str(profile.koordinator_priority)
-    meta: list[str] = []
-    if labels:
-        meta.append(
-            "labels: {"
-            + ", ".join(f"{_cel(k)}: {_cel(v)}" for k, v in sorted(labels.items()))
-            + "}"
-        )
-    if profile.annotations:
-        pairs = ", ".join(f"{_cel(k)}: {_cel(v)}" for k, v in sorted(profile.annotations.items()))
-        meta.append("annotations: {" + pairs + "}")
-    spec: list[str] = []
-    if profile.scheduler_name:
-        spec.append(f"schedulerName: {_cel(profile.scheduler_name)}")
-    if profile.priority_class_name:
-        spec.append(f"priorityClassName: {_cel(profile.priority_class_name)}")
-        if priority_value is not None:
-            spec.append(f"priority: {int(priority_value)}")
+def _apply(meta: list[str], spec: list[str]) -> dict[str, Any] | None:
     parts = []
     if meta:
         parts.append("metadata: Object.metadata{" + ", ".join(meta) + "}")
@@ -195,6 +199,86 @@ def _profile_mutation(profile: Profile, priority_value: int | None) -> dict[str,
         "patchType": "ApplyConfiguration",
         "applyConfiguration": {"expression": "Object{" + ", ".join(parts) + "}"},
     }
+
+
+def _literal_map(key: str, values: Mapping[str, str]) -> list[str]:
+    if not values:
+        return []
+    pairs = ", ".join(f"{_cel(k)}: {_cel(v)}" for k, v in sorted(values.items()))
+    return [f"{key}: {{{pairs}}}"]
+
+
+def _lookup(key: str, name: str) -> str:
+    """CEL for the pod's label (annotation) `name`, "" when missing (Go's map read)."""
+    return (
+        f"(has(object.metadata.{key}) && {_cel(name)} in object.metadata.{key}"
+        f" ? object.metadata.{key}[{_cel(name)}] : '')"
+    )
+
+
+def _mapping_mutation(profile: Profile) -> dict[str, Any] | None:
+    meta: list[str] = []
+    for key, mapping in (
+        ("labels", profile.label_keys_mapping),
+        ("annotations", profile.annotation_keys_mapping),
+    ):
+        if mapping:
+            pairs = ", ".join(
+                f"{_cel(new)}: {_lookup(key, old)}" for old, new in sorted(mapping.items())
+            )
+            meta.append(f"{key}: {{{pairs}}}")
+    return _apply(meta, [])
+
+
+def _suffix_mutation(profile: Profile) -> dict[str, Any] | None:
+    if not profile.label_suffixes:
+        return None
+    ops = []
+    for key, suffix in sorted(profile.label_suffixes.items()):
+        pointer = "/metadata/labels/" + key.replace("~", "~0").replace("/", "~1")
+        once = (
+            f" && !object.metadata.labels[{_cel(key)}].endsWith({_cel(suffix)})"
+            if _reinvoked(profile)
+            else ""
+        )
+        ops.append(
+            f"(has(object.metadata.labels) && {_cel(key)} in object.metadata.labels{once}"
+            f" ? [JSONPatch{{op: 'replace', path: {_cel(pointer)},"
+            f" value: object.metadata.labels[{_cel(key)}] + {_cel(suffix)}}}] : [])"
+        )
+    return {"patchType": "JSONPatch", "jsonPatch": {"expression": " + ".join(ops)}}
+
+
+def _reinvoked(profile: Profile) -> bool:
+    return 0 < profile.percent < 100
+
+
+def _profile_mutations(profile: Profile, priority_value: int | None) -> list[dict[str, Any]]:
+    """Koordinator's order: labels, annotations, key mappings, suffixes, scheduler, QoS,
+    priority, patch; a mutation sees the pod as the ones before it left it."""
+    first = _apply(
+        _literal_map("labels", profile.labels) + _literal_map("annotations", profile.annotations),
+        [],
+    )
+    labels: dict[str, str] = {}
+    if profile.qos_class:
+        labels[LABEL_QOS] = profile.qos_class
+    if profile.koordinator_priority is not None:
+        labels[LABEL_PRIORITY] = str(profile.koordinator_priority)
+    spec: list[str] = []
+    if profile.scheduler_name:
+        spec.append(f"schedulerName: {_cel(profile.scheduler_name)}")
+    if profile.priority_class_name:
+        spec.append(f"priorityClassName: {_cel(profile.priority_class_name)}")
+        if priority_value is not None:
+            spec.append(f"priority: {int(priority_value)}")
+    found = [
+        first,
+        _mapping_mutation(profile),
+        _suffix_mutation(profile),
+        _apply(_literal_map("labels", labels), spec),
+    ]
+    return [m for m in found if m is not None] + [dict(m) for m in profile.patch]
 
 
 # The pod's Koordinator priority class, as GetPodPriorityClassWithDefault decides it.
@@ -264,9 +348,9 @@ def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[
     if profile.never:
         return []
     name = f"nodeqos-colocation-{profile.name}"
-    mutations = [m for m in (_profile_mutation(profile, priority_value),) if m is not None]
+    mutations = _profile_mutations(profile, priority_value)
     mutations.append(_resource_mutation())
-    policy = {
+    policy: dict[str, Any] = {
         "apiVersion": GROUP_VERSION,
         "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodeqos-manager"}},
@@ -283,10 +367,27 @@ def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[
             },
             "failurePolicy": "Ignore",
             "variables": _variables(),
-            "reinvocationPolicy": "Never",
+            "reinvocationPolicy": "IfNeeded" if _reinvoked(profile) else "Never",
             "mutations": mutations,
         },
     }
+    if _reinvoked(profile):
+        # Not a matchCondition: a policy skipped by one is not run again after the webhook.
+        # Run on the first pass as a no-op, it is reinvoked once the webhook has annotated.
+        key = _cel(probability_webhook.annotation(profile.name))
+        policy["spec"]["variables"].insert(
+            0,
+            {
+                "name": "drawn",
+                "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations"
+                f" && object.metadata.annotations[{key}] == 'apply'",
+            },
+        )
+        for mutation in mutations:
+            for kind, empty in (("applyConfiguration", "Object{}"), ("jsonPatch", "[]")):
+                if kind in mutation:
+                    expression = mutation[kind]["expression"]
+                    mutation[kind] = {"expression": f"!variables.drawn ? {empty} : ({expression})"}
     match: dict[str, Any] = {}
     if profile.namespace_selector is not None:
         match["namespaceSelector"] = dict(profile.namespace_selector)

@@ -15,15 +15,19 @@ import logging
 import os
 import re
 import socket
+import tempfile
 import threading
+import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from kube import endpoint, events, leaderelection, rest, selectors
-from manager import batchresource, profilecontroller, reconcile, sloconfig
+from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager")
@@ -59,6 +63,9 @@ class Options:
     node_selector: str | None = None
     qps: float = 100.0
     burst: int = 200
+    webhook_addr: str = ""  # empty: no probability webhook
+    webhook_service: str = "nodeqos-system/nodeqos-manager:443"
+    webhook_url: str = ""
 
     def validate(self) -> list[str]:
         """Every problem, as "--flag: what"."""
@@ -80,6 +87,20 @@ class Options:
                 selectors.parse_selector(self.node_selector)
             except ValueError as err:
                 problems.append(f"--node-selector: {err}")
+        if self.webhook_addr:
+            try:
+                parse_address(self.webhook_addr)
+            except ValueError as err:
+                problems.append(f"--webhook-addr: {err}")
+            if not self.webhook_url:
+                try:
+                    parse_service(self.webhook_service)
+                except ValueError as err:
+                    problems.append(f"--webhook-service: {err}")
+            elif not self.webhook_url.startswith("https://"):
+                problems.append(
+                    f"--webhook-url: must start with https://, got {self.webhook_url!r}"
+                )
         if self.qps <= 0 or self.burst < 1:
             problems.append(
                 f"--kube-api-qps, --kube-api-burst: must be > 0, got {self.qps}, {self.burst}"
@@ -106,6 +127,14 @@ def parse_address(text: str) -> tuple[str, int]:
     if port > 65535:
         raise ValueError(f"port {port} is out of range")
     return host or "0.0.0.0", port
+
+
+def parse_service(text: str) -> tuple[str, str, int]:
+    """NAMESPACE/NAME:PORT, how the API server reaches the webhook."""
+    found = re.fullmatch(r"([a-z0-9][-a-z0-9]*)/([a-z0-9][-a-z0-9]*):(\d+)", text)
+    if found is None or not 0 < int(found.group(3)) < 65536:
+        raise ValueError(f"want NAMESPACE/NAME:PORT, got {text!r}")
+    return found.group(1), found.group(2), int(found.group(3))
 
 
 def identity() -> str:
@@ -144,7 +173,17 @@ class Daemon:
             name=options.config_name,
             node_selector=options.node_selector,
         )
-        self.profiles = profilecontroller.ProfileController(client, recorder)
+        self.webhook: probability.Server | None = None
+        webhook = None
+        if options.webhook_addr:
+            certificate, webhook = _probability_webhook(client, options)
+            self.webhook = probability.Server(
+                parse_address(options.webhook_addr),
+                lambda name: self.profiles.percent(name),
+                certificate,
+                record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
+            )
+        self.profiles = profilecontroller.ProfileController(client, recorder, webhook=webhook)
         self._stop = threading.Event()
         self._leading = threading.Event()
         self.elector: leaderelection.LeaderElector | None = None
@@ -217,6 +256,9 @@ class Daemon:
             name="manager-http",
         )
         log.info("serving /metrics and /healthz on %s:%d", *self.server.address)
+        if self.webhook is not None:
+            self.webhook.start()
+            log.info("serving the probability webhook on port %d", self.webhook.port)
         self.reconciler.start()
         self.batch.start()
         batch_loop = threading.Thread(
@@ -252,11 +294,47 @@ class Daemon:
             if campaign is not None:
                 campaign.join(10.0)
             self.server.close()
+            if self.webhook is not None:
+                self.webhook.stop()
         return 0
 
     def stop(self) -> None:
         self._stop.set()
         self.reconciler.wake()
+
+
+def _probability_webhook(
+    client: rest.Rest, options: Options
+) -> tuple[probability.Certificate, profilecontroller.Webhook]:
+    """The webhook's serving certificate (shared by the replicas through a Secret in the
+    lease namespace) and where the API server reaches it."""
+    hosts = ["127.0.0.1"]
+    client_config: dict[str, Any]
+    if options.webhook_url:
+        host = urllib.parse.urlsplit(options.webhook_url).hostname or "127.0.0.1"
+        hosts.insert(0, host)
+        client_config = {"url": options.webhook_url}
+    else:
+        namespace, name, port = parse_service(options.webhook_service)
+        hosts[:0] = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
+        client_config = {"service": {"namespace": namespace, "name": name, "port": port}}
+    workdir = Path(tempfile.mkdtemp(prefix="nodeqos-webhook-"))
+    delay = 1.0
+    for attempt in range(8):  # an API server still starting is no reason to exit at once
+        try:
+            certificate = probability.shared_certificate(
+                client, options.lease_namespace, workdir, hosts
+            )
+            break
+        except rest.ApiUnavailable as err:
+            if attempt == 7:
+                raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+            log.warning("webhook certificate: %s; retrying in %.0f s", err, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+        except (rest.ApiError, RuntimeError) as err:
+            raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+    return certificate, profilecontroller.Webhook(client_config, certificate.ca_pem)
 
 
 def build(options: Options, registry: CollectorRegistry, client: rest.Rest | None = None) -> Daemon:

@@ -1,6 +1,6 @@
 """The ClusterColocationProfile controller: each profile kept as its MutatingAdmissionPolicy.
 
-Imports `kube` and `manager.colocationprofile` only.
+Imports `kube`, `manager.colocationprofile` and `manager.probability` only.
 
 Informers on ClusterColocationProfiles, PriorityClasses and the
 MutatingAdmissionPolicies (+ bindings) labelled
@@ -11,6 +11,11 @@ created, or replaced when its labels or spec differ; managed objects no profile
 renders any more are deleted. A profile that cannot be rendered keeps whatever
 policy it had, is logged, and gets a Warning Event `ColocationProfileInvalid`
 (once per resourceVersion): the loop never stops on one.
+
+With a `Webhook` (the manager serves `manager.probability`), profiles with a probability
+between 1% and 99% also get a webhook in the MutatingWebhookConfiguration
+`nodeqos-colocation-probability`, kept like the policies (deleted when none is left);
+without one, such a profile is invalid ("needs --webhook-addr").
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kube import cache, events, rest
-from manager import colocationprofile
+from manager import colocationprofile, probability
 
 log = logging.getLogger("manager.profiles")
 
@@ -34,6 +40,22 @@ POLICIES = cache.Resource("admissionregistration.k8s.io", "v1", "mutatingadmissi
 BINDINGS = cache.Resource(
     "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings", False
 )
+WEBHOOKS = cache.Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False
+)
+RESOURCES = {
+    "MutatingAdmissionPolicy": POLICIES,
+    "MutatingAdmissionPolicyBinding": BINDINGS,
+    "MutatingWebhookConfiguration": WEBHOOKS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """Where the API server reaches the manager's probability webhook, and its CA."""
+
+    client_config: Mapping[str, Any]
+    ca_pem: bytes
 
 
 class ProfileController:
@@ -45,8 +67,10 @@ class ProfileController:
         recorder: events.Recorder | None,
         *,
         resync_seconds: float = 300.0,
+        webhook: Webhook | None = None,
     ) -> None:
         self._client = client
+        self._webhook = webhook
         self._recorder = recorder
         self._resync = resync_seconds
         self._wake = threading.Event()
@@ -66,6 +90,10 @@ class ProfileController:
                 client, BINDINGS, label_selector=MANAGED, on_event=self._poke
             ),
         }
+        if webhook is not None:
+            self.owned["MutatingWebhookConfiguration"] = cache.Informer(
+                client, WEBHOOKS, label_selector=MANAGED, on_event=self._poke
+            )
 
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
         self._wake.set()
@@ -92,6 +120,7 @@ class ProfileController:
         """Rendered objects by "Kind/name", and the names of profiles that failed."""
         wanted: dict[str, dict[str, Any]] = {}
         failed: set[str] = set()
+        drawn: list[probability.Entry] = []
         for obj in self.profiles.items():
             meta = obj.get("metadata") or {}
             name = str(meta.get("name", ""))
@@ -101,6 +130,11 @@ class ProfileController:
                 if profile.priority_class_name:
                     pc = self.priority_classes.get(profile.priority_class_name)
                     value = None if pc is None else int(pc.get("value", 0))
+                if 0 < profile.percent < 100 and self._webhook is None:
+                    raise colocationprofile.ProfileError(
+                        f"spec.probability: {profile.percent}% is drawn per pod by the"
+                        " manager's webhook, which is off (--webhook-addr)"
+                    )
                 rendered = colocationprofile.render(profile, priority_value=value)
             except (colocationprofile.ProfileError, ValueError, TypeError) as err:
                 failed.add(f"nodeqos-colocation-{name}")
@@ -108,7 +142,24 @@ class ProfileController:
                 continue
             for item in rendered:
                 wanted[f"{item['kind']}/{item['metadata']['name']}"] = item
+            if 0 < profile.percent < 100:
+                drawn.append(probability.Entry(name, profile.namespace_selector, profile.selector))
+        if self._webhook is not None and drawn:
+            config = probability.configuration(
+                drawn, self._webhook.client_config, self._webhook.ca_pem
+            )
+            wanted[f"MutatingWebhookConfiguration/{probability.CONFIGURATION}"] = config
         return wanted, failed
+
+    def percent(self, name: str) -> int | None:
+        """The probability of profile `name` for the webhook; None if unknown or invalid."""
+        obj = self.profiles.get(name)
+        if obj is None:
+            return None
+        try:
+            return colocationprofile.Profile.from_api(obj).percent
+        except (colocationprofile.ProfileError, ValueError, TypeError):
+            return None
 
     def _report(self, obj: Mapping[str, Any], message: str) -> None:
         meta = obj.get("metadata") or {}
@@ -130,10 +181,7 @@ class ProfileController:
         """One pass; returns the writes it sent."""
         wanted, failed = self.desired()
         before = self.writes
-        resources = {
-            "MutatingAdmissionPolicy": POLICIES,
-            "MutatingAdmissionPolicyBinding": BINDINGS,
-        }
+        resources = RESOURCES
         for kind, informer in self.owned.items():
             resource = resources[kind]
             for item in informer.items():
@@ -150,7 +198,8 @@ class ProfileController:
                 self._send("create", functools.partial(self._client.create, resource.path(), item))
                 continue
             same_labels = (stored["metadata"].get("labels") or {}) == item["metadata"]["labels"]
-            if same_labels and _subset(item["spec"], stored.get("spec") or {}):
+            body_keys = [k for k in item if k not in ("apiVersion", "kind", "metadata")]
+            if same_labels and all(_subset(item[k], stored.get(k)) for k in body_keys):
                 continue
             body = {
                 **item,

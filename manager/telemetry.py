@@ -76,6 +76,13 @@ class Metrics:
             "Nodes whose batch resources are degraded to 0 (NodeMetric missing or stale).",
             registry=registry,
         )
+        self.probability_draws = Counter(
+            "nodeqos_manager_probability_draws_total",
+            "Pods the probability webhook was asked about, by decision (apply, skip,"
+            " unknown-profile, already-decided).",
+            ["decision"],
+            registry=registry,
+        )
         self.batch_latency = Histogram(
             "nodeqos_manager_batch_update_latency_seconds",
             "From the event that dirtied a node (NodeMetric, Pod, Node) to its status patch.",

@@ -68,3 +68,13 @@ def test_render_lists_every_configmap_problem(tmp_path: Path) -> None:
     assert "invalid ConfigMap (2 problems)" in result.output
     assert "cpu-burst-config.clusterStrategy.policy: must be one of" in result.output
     assert "system-config: invalid JSON" in result.output
+
+
+def test_webhook_flag_problems_are_listed() -> None:
+    """A bad --webhook-addr and --webhook-service are both reported, exit 2."""
+    result = CliRunner().invoke(
+        cli.main, ["--webhook-addr", "nowhere", "--webhook-service", "svc-without-namespace"]
+    )
+    assert result.exit_code == 2
+    assert "cannot start (2 problems)" in result.output
+    assert "--webhook-addr:" in result.output and "--webhook-service:" in result.output

@@ -39,7 +39,7 @@ def test_selectors_go_to_the_binding() -> None:
 def test_priority_value_is_resolved_at_render_time() -> None:
     """CEL cannot read a PriorityClass: the caller's value is written beside the name."""
     policy, _ = render(profile(priorityClassName="koord-batch"), priority_value=5500)
-    expression = policy["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+    expression = _expressions(policy)
     assert 'priorityClassName: "koord-batch"' in expression and "priority: 5500" in expression
 
 
@@ -58,15 +58,90 @@ def test_zero_probability_renders_nothing(probability: Any) -> None:
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        pytest.param({"probability": "50%"}, "spec.probability", id="partial-probability"),
         pytest.param({"probability": "x"}, "spec.probability", id="bad-probability"),
-        pytest.param({"patch": {"metadata": {"labels": {"a": "b"}}}}, "spec.patch", id="patch"),
-        pytest.param({"labelSuffixes": {"a": "-x"}}, "spec.labelSuffixes", id="label-suffixes"),
+        pytest.param({"patch": {"status": {"phase": "x"}}}, "spec.patch.status", id="patch-status"),
+        pytest.param(
+            {"patch": {"spec": {"affinity": {"nodeAffinity": {}}}}},
+            "spec.patch.spec.affinity",
+            id="patch-unmapped-struct",
+        ),
+        pytest.param(
+            {"patch": {"metadata": {"labels": {"a": None}}}},
+            "spec.patch.metadata.labels.a",
+            id="patch-delete",
+        ),
+        pytest.param(
+            {"patch": {"spec": {"containers": [{"image": "x"}]}}},
+            r"spec.patch.spec.containers\[0\]",
+            id="patch-no-merge-key",
+        ),
+        pytest.param(
+            {"patch": {"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}},
+            r"spec.patch.spec.containers\[0\].\$patch",
+            id="patch-directive",
+        ),
+        pytest.param({"labelSuffixes": {"a": 1}}, "spec.labelSuffixes", id="label-suffixes-type"),
         pytest.param({"qosClass": "GOLD"}, "spec.qosClass", id="bad-qos"),
         pytest.param({"colour": "red"}, "spec.colour", id="unknown-field"),
     ],
 )
 def test_what_cannot_be_rendered_is_refused(spec: dict[str, Any], field: str) -> None:
     """A profile the policy cannot express is refused, naming the field, never applied in part."""
-    with pytest.raises(ProfileError, match=field.replace(".", r"\.")):
+    with pytest.raises(ProfileError, match=field):
         profile(**spec)
+
+
+def _expressions(policy: dict[str, Any]) -> str:
+    return "\n".join(
+        m.get("applyConfiguration", m.get("jsonPatch", {}))["expression"]
+        for m in policy["spec"]["mutations"]
+    )
+
+
+def test_mappings_and_patch_render_in_koordinators_order() -> None:
+    """Profile labels, key mappings, suffixes, QoS, then the patch, then the resource translation."""
+    policy, _ = render(
+        profile(
+            labels={"team": "data"},
+            labelKeysMapping={"app": "koordinator.sh/app"},
+            labelSuffixes={"team": "-b"},
+            patch={"spec": {"schedulerName": "s", "tolerations": [{"key": "k"}]}},
+        )
+    )
+    found = [
+        m.get("applyConfiguration", m.get("jsonPatch", {}))["expression"]
+        for m in policy["spec"]["mutations"]
+    ]
+    assert len(found) == 7
+    assert '"team": "data"' in found[0]
+    assert '"koordinator.sh/app": (has(object.metadata.labels) && "app" in' in found[1]
+    assert 'object.metadata.labels["team"] + "-b"' in found[2]
+    assert '"koordinator.sh/qosClass": "BE"' in found[3]
+    assert 'spec: Object.spec{schedulerName: "s"}' in found[4]
+    assert found[5].startswith("[JSONPatch{op: 'add', path: \"/spec/tolerations\"")
+    assert "kubernetes.io~1batch-cpu" not in found[6] and "variables.cpuName" in found[6]
+
+
+def test_partial_probability_waits_for_the_webhooks_draw() -> None:
+    """1-99%: every mutation is a no-op unless the webhook's annotation says apply, and the
+    policy is reinvoked after the webhook; a suffix is not appended twice."""
+    policy, _ = render(profile(probability="30%", labelSuffixes={"a": "-x"}))
+    spec = policy["spec"]
+    assert spec["reinvocationPolicy"] == "IfNeeded"
+    assert "matchConditions" not in spec
+    drawn = spec["variables"][0]
+    assert drawn["name"] == "drawn" and "'apply'" in drawn["expression"]
+    assert '"colocation.nodeqos.io/p"' in drawn["expression"]
+    found = _expressions(policy).splitlines()
+    assert all(e.startswith("!variables.drawn ? ") for e in found)
+    assert '.endsWith("-x")' in found[0]
+
+
+def test_a_drawn_profile_name_must_fit_an_annotation_key() -> None:
+    """1-99% with a name over 63 characters: refused, naming metadata.name (the annotation
+    key the webhook writes would make the API server refuse the pod)."""
+    with pytest.raises(ProfileError, match=r"metadata\.name"):
+        Profile.from_api(
+            {"metadata": {"name": "p" * 64}, "spec": {"qosClass": "BE", "probability": 50}}
+        )
+    assert Profile.from_api({"metadata": {"name": "p" * 64}, "spec": {"probability": 100}})

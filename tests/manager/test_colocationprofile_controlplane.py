@@ -138,3 +138,99 @@ def test_profile_mutates_matching_pods_at_creation(
         "cpu": "500m",
         "memory": "1Gi",
     }
+
+
+def _install(kube: rest.Rest, cleanup: list[str], spec: dict[str, Any]) -> str:
+    """Render a profile with `spec` into its policy + binding on the API server; a namespace
+    the binding selects; returns the namespace's pods path."""
+    suffix = uuid.uuid4().hex[:8]
+    namespace = f"cmap-{suffix}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"cmap": suffix}}})
+    cleanup.append(f"/api/v1/namespaces/{namespace}")
+    body = {
+        "metadata": {"name": f"map-{suffix}"},
+        "spec": {"namespaceSelector": {"matchLabels": {"cmap": suffix}}, **spec},
+    }
+    policy, binding = colocationprofile.render(colocationprofile.Profile.from_api(body))
+    kube.create(MAP, policy)
+    cleanup.append(f"{MAP}/{policy['metadata']['name']}")
+    kube.create(MAPB, binding)
+    cleanup.append(f"{MAPB}/{binding['metadata']['name']}")
+    return f"/api/v1/namespaces/{namespace}/pods"
+
+
+def _mutated(kube: rest.Rest, pods: str, pod: dict[str, Any], label: str) -> dict[str, Any]:
+    """Dry-run `pod` until the policy is in force (the pod comes back with `label`)."""
+    deadline = time.monotonic() + 60
+    while True:
+        probe = kube.request("POST", pods, query={"dryRun": "All"}, body=pod)
+        if label in (probe["metadata"].get("labels") or {}):
+            return probe
+        assert time.monotonic() < deadline, f"policy not applied within 60 s: {probe['metadata']}"
+        time.sleep(0.5)
+
+
+def test_key_mappings_and_suffixes_follow_koordinator(
+    kube: rest.Rest, cluster_objects: list[str]
+) -> None:
+    """Mapped keys copy the value (profile labels first, "" if missing); suffixes append."""
+    pods = _install(
+        kube,
+        cluster_objects,
+        {
+            "labels": {"team": "data"},
+            "labelKeysMapping": {"app": "koordinator.sh/app", "team": "owner", "gone": "empty"},
+            "annotationKeysMapping": {"note": "copied-note"},
+            "labelSuffixes": {"owner": "-batch", "absent": "-x"},
+        },
+    )
+    pod = _pod("m", {"app": "spark"})
+    pod["metadata"]["annotations"] = {"note": "hello"}
+    got = _mutated(kube, pods, pod, "owner")["metadata"]
+    labels = got["labels"]
+    assert labels["koordinator.sh/app"] == "spark"
+    assert labels["owner"] == "data-batch"  # mapped from the profile's label, then suffixed
+    assert labels["empty"] == ""  # Koordinator: pod.Labels[new] = pod.Labels[old]
+    assert "absent" not in labels
+    assert got["annotations"]["copied-note"] == "hello"
+
+
+def test_patch_is_applied_as_a_strategic_merge_would(
+    kube: rest.Rest, cluster_objects: list[str]
+) -> None:
+    """Labels and nodeSelector merge, a container merges by name (env, requests), tolerations
+    are replaced; then a batch pod's patched cpu becomes batch-cpu."""
+    toleration = {"key": "batch", "operator": "Exists", "effect": "NoSchedule"}
+    pods = _install(
+        kube,
+        cluster_objects,
+        {
+            "qosClass": "BE",
+            "patch": {
+                "metadata": {"labels": {"patched": "yes"}},
+                "spec": {
+                    "nodeSelector": {"pool": "batch"},
+                    "tolerations": [toleration],
+                    "containers": [
+                        {
+                            "name": "c1",
+                            "env": [{"name": "MODE", "value": "batch"}],
+                            "resources": {"requests": {"cpu": "250m"}},
+                        }
+                    ],
+                },
+            },
+        },
+    )
+    pod = _pod("p", {"app": "x"})
+    pod["spec"]["nodeSelector"] = {"zone": "a"}
+    pod["spec"]["tolerations"] = [{"key": "old", "operator": "Exists"}]
+    got = _mutated(kube, pods, pod, "patched")
+    spec = got["spec"]
+    assert spec["nodeSelector"] == {"zone": "a", "pool": "batch"}
+    keys = [t["key"] for t in spec["tolerations"]]  # DefaultTolerationSeconds adds its own
+    assert spec["tolerations"][0] == toleration and "old" not in keys
+    c0, c1 = spec["containers"]
+    assert c1["env"] == [{"name": "MODE", "value": "batch"}]
+    assert quantity.quantity_value(c1["resources"]["requests"]["kubernetes.io/batch-cpu"]) == 250
+    assert quantity.quantity_value(c0["resources"]["requests"]["kubernetes.io/batch-cpu"]) == 500

@@ -16,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kube import cache, events, rest
-from manager import batchresource, reconcile
+from manager import batchresource, probability, profilecontroller, reconcile
 from manager.noderesource import parse_colocation_config
 from manager.telemetry import Metrics
 from testbed import controlplane, localcluster
@@ -251,3 +251,129 @@ def test_the_batch_controller_works_as_the_service_account(
         )
     finally:
         controller.stop()
+
+
+def _allowed(
+    client: rest.Rest, verb: str, group: str, resource: str, name: str = "", namespace: str = ""
+) -> bool:
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    if name:
+        attributes["name"] = name
+    if namespace:
+        attributes["namespace"] = namespace
+    review = client.create(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
+    return bool(review["status"].get("allowed"))
+
+
+def test_the_profile_controller_works_as_the_service_account(
+    manager: rest.Rest, kube: rest.Rest, tmp_path: Path
+) -> None:
+    """As the SA: the webhook certificate's Secret made, a profile's policy, binding and
+    webhook configuration created, replaced and deleted, no write refused; the SA may not
+    write profiles, other admission objects, other Secrets or PriorityClasses."""
+    suffix = uuid.uuid4().hex[:8]
+    name = f"sa-{suffix}"
+    policy = f"{profilecontroller.POLICIES.path()}/nodeqos-colocation-{name}"
+    binding = f"{profilecontroller.BINDINGS.path()}/nodeqos-colocation-{name}"
+    profile = profilecontroller.PROFILES.path(name)
+    secret = f"/api/v1/namespaces/{NAMESPACE}/secrets/{probability.SECRET}"
+    with contextlib.suppress(rest.ApiError):
+        kube.delete(secret)
+    certificate = probability.shared_certificate(manager, NAMESPACE, tmp_path, ["127.0.0.1"])
+    (tmp_path / "second").mkdir()
+    again = probability.shared_certificate(manager, NAMESPACE, tmp_path / "second", ["127.0.0.1"])
+    assert again.ca_pem == certificate.ca_pem  # the second replica takes the stored one
+    webhook = f"{profilecontroller.WEBHOOKS.path()}/{probability.CONFIGURATION}"
+    controller = profilecontroller.ProfileController(
+        manager,
+        events.Recorder(manager, "nodeqos-manager"),
+        webhook=profilecontroller.Webhook({"url": "https://127.0.0.1:9"}, certificate.ca_pem),
+    )
+    controller.start()
+    try:
+        eventually(lambda: controller.synced, "the profile informers to sync as the manager")
+        kube.create(
+            profilecontroller.PROFILES.path(),
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": name},
+                "spec": {
+                    "selector": {"matchLabels": {"sa": suffix}},
+                    "qosClass": "BE",
+                    "priorityClassName": "",
+                    "probability": "30%",
+                },
+            },
+        )
+        eventually(lambda: controller.profiles.get(name), "the profile in the cache")
+        # sent as the SA (>=: managed objects other tests left behind are deleted too);
+        # a refused write is only logged, so the objects themselves prove it
+        assert controller.reconcile() >= 3
+        eventually(lambda: kube.get(policy) and kube.get(binding), "the policy and binding")
+        eventually(lambda: kube.get(webhook), "the webhook configuration")
+        stored = kube.get(profile)
+        stored["spec"]["qosClass"] = "LS"
+        kube.replace(profile, stored)
+        eventually(
+            lambda: (controller.profiles.get(name) or {}).get("spec", {}).get("qosClass") == "LS",
+            "the changed profile in the cache",
+        )
+        eventually(
+            lambda: controller.owned["MutatingAdmissionPolicy"].get(f"nodeqos-colocation-{name}"),
+            "the policy in the cache",
+        )
+        eventually(
+            lambda: controller.owned["MutatingWebhookConfiguration"].get(probability.CONFIGURATION),
+            "the webhook configuration in the cache",
+        )
+        assert controller.reconcile() >= 1  # the policy replaced
+        eventually(
+            lambda: "LS" in str(kube.get(policy)["spec"]["mutations"]), "the replaced policy"
+        )
+        kube.delete(profile)
+        eventually(lambda: controller.profiles.get(name) is None, "the profile gone from the cache")
+        assert controller.reconcile() >= 3
+        eventually(lambda: not _exists(kube, policy) and not _exists(kube, binding), "both deleted")
+        eventually(lambda: not _exists(kube, webhook), "the webhook configuration deleted")
+    finally:
+        controller.stop()
+        for path in (profile, binding, policy, webhook, secret):
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(path)
+    admission = "admissionregistration.k8s.io"
+    for verb in ("create", "update", "delete"):
+        for resource in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings"):
+            assert _allowed(manager, verb, admission, resource), (verb, resource)
+    for verb, group, resource in (
+        ("patch", admission, "mutatingadmissionpolicies"),
+        ("create", admission, "validatingadmissionpolicies"),
+        ("create", "config.koordinator.sh", "clustercolocationprofiles"),
+        ("update", "config.koordinator.sh", "clustercolocationprofiles"),
+        ("create", "scheduling.k8s.io", "priorityclasses"),
+        ("create", "", "pods"),
+    ):
+        assert not _allowed(manager, verb, group, resource), (verb, group, resource)
+    for verb, group, resource, *where in (
+        ("update", admission, "mutatingwebhookconfigurations", "someone-elses"),
+        ("delete", admission, "mutatingwebhookconfigurations", "someone-elses"),
+        ("get", "", "secrets", "someone-elses", NAMESPACE),
+        ("list", "", "secrets", "", NAMESPACE),
+    ):
+        assert not _allowed(manager, verb, group, resource, *where), (verb, resource, *where)
+
+
+def _exists(kube: rest.Rest, path: str) -> bool:
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        assert err.not_found
+        return False
+    return True

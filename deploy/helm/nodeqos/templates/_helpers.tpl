@@ -66,6 +66,8 @@ The manager's ConfigMap namespace, and its arguments (their checksum rolls its p
 - --config-namespace={{ include "nodeqos.managerConfigNamespace" . }}
 - --lease-namespace={{ .Release.Namespace }}
 - --metrics-addr=0.0.0.0:10259
+- --webhook-addr=0.0.0.0:9443
+- --webhook-service={{ .Release.Namespace }}/nodeqos-manager:443
 {{- with .Values.manager.extraArgs }}
 {{ toYaml . }}
 {{- end }}

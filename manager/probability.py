@@ -1,0 +1,327 @@
+"""The one part of a ClusterColocationProfile CEL cannot decide: `probability` between 1% and
+99%. Served by nodeqos-manager as a small mutating webhook; imports `kube` only.
+
+Koordinator draws `rand.Intn(100)` per pod and skips the profile when the draw is greater
+than the percentage (`shouldSkipProfile` in
+`pkg/webhook/pod/mutating/cluster_colocation_profile.go`), so a profile of p% applies when
+the draw is in 0..p, i.e. with probability (p+1)/100; nodeqos draws the same way.
+
+The webhook only records the draw: it answers with a JSONPatch setting the pod annotation
+`colocation.nodeqos.io/<profile>` to `apply` or `skip`. The profile's
+MutatingAdmissionPolicy matches only pods whose annotation says `apply`. The API server runs
+MutatingAdmissionPolicies *before* mutating webhooks (`AllOrderedPlugins` in
+`pkg/kubeapiserver/options/plugins.go`: MutatingAdmissionPolicy, then
+MutatingAdmissionWebhook), so the policy is rendered with `reinvocationPolicy: IfNeeded`:
+the webhook's change makes the API server run the policies once more, and then it matches.
+The webhook configuration has `failurePolicy: Ignore` and a short timeout: a manager outage
+leaves the annotation unset, so the profile does not apply, and the pod is created.
+
+The serving certificate is made with `openssl` (a throwaway CA and a leaf for the
+Service's DNS names and 127.0.0.1) by the first replica to start, and kept in the Secret
+`nodeqos-manager-webhook` so every replica behind the Service serves the same one; the CA
+goes into the configuration's `caBundle`. Delete the Secret to have a new one made.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import logging
+import random
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kube import rest
+
+log = logging.getLogger("manager.probability")
+
+ANNOTATION_PREFIX = "colocation.nodeqos.io/"
+CONFIGURATION = "nodeqos-colocation-probability"
+PATH_PREFIX = "/probability/"
+
+
+def annotation(profile: str) -> str:
+    return ANNOTATION_PREFIX + profile
+
+
+def applies(percent: int, draw: int) -> bool:
+    """Koordinator's decision for one pod: `draw` is uniform in 0..99."""
+    return percent == 100 or (percent != 0 and draw <= percent)
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def review_response(
+    review: Mapping[str, Any],
+    profile: str,
+    percent: int | None,
+    draw: Callable[[], int],
+    record: Callable[[str], None] = lambda _decision: None,
+) -> dict[str, Any]:
+    """The AdmissionReview answer for one pod and one profile: always allowed; a JSONPatch
+    records the draw unless the profile is unknown or the pod already has its decision.
+    `record` gets "apply", "skip", "unknown-profile" or "already-decided"."""
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    pod = request.get("object") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    key = annotation(profile)
+    if percent is None:
+        record("unknown-profile")
+    elif key in annotations:
+        record("already-decided")
+    else:
+        value = "apply" if applies(percent, draw()) else "skip"
+        record(value)
+        if annotations:
+            op: dict[str, Any] = {
+                "op": "add",
+                "path": "/metadata/annotations/" + _pointer(key),
+                "value": value,
+            }
+        else:
+            op = {"op": "add", "path": "/metadata/annotations", "value": {key: value}}
+        response["patchType"] = "JSONPatch"
+        response["patch"] = _b64(json.dumps([op]))
+    return {
+        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
+        "kind": "AdmissionReview",
+        "response": response,
+    }
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Certificate:
+    cert: Path
+    key: Path
+    ca_pem: bytes
+
+
+def make_certificate(directory: Path, hosts: list[str]) -> Certificate:
+    """A throwaway CA and a server certificate for `hosts` (DNS names, or IPs), by openssl."""
+    ca_key, ca, key, csr, cert = (
+        directory / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt")
+    )
+    san = ",".join(
+        (f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}") for h in hosts
+    )
+    ext = directory / "ext.cnf"
+    ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n", encoding="utf-8")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj",
+             "/CN=nodeqos-manager-webhook-ca", "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={hosts[0]}",
+             "-keyout", str(key), "-out", str(csr))  # fmt: skip
+    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+             "-CAcreateserial", "-days", "3650", "-extfile", str(ext), "-out", str(cert))  # fmt: skip
+    return Certificate(cert=cert, key=key, ca_pem=ca.read_bytes())
+
+
+SECRET = "nodeqos-manager-webhook"
+
+
+def shared_certificate(
+    client: rest.Rest, namespace: str, directory: Path, hosts: list[str]
+) -> Certificate:
+    """The certificate in Secret `namespace/SECRET`, made and stored first if missing (a
+    replica that loses the race to create it takes the winner's)."""
+    import base64
+
+    path = f"/api/v1/namespaces/{namespace}/secrets"
+    try:
+        secret = client.get(f"{path}/{SECRET}")
+    except rest.ApiError as err:
+        if not err.not_found:
+            raise
+        made = make_certificate(directory, hosts)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": SECRET, "namespace": namespace},
+            "type": "kubernetes.io/tls",
+            "data": {
+                name: base64.b64encode(file.read_bytes()).decode()
+                for name, file in (
+                    ("ca.crt", directory / "ca.crt"),
+                    ("tls.crt", made.cert),
+                    ("tls.key", made.key),
+                )
+            },
+        }
+        try:
+            client.create(path, body)
+            return made
+        except rest.ApiError as conflict:
+            if conflict.status != 409:
+                raise
+            secret = client.get(f"{path}/{SECRET}")
+    data = secret.get("data") or {}
+    files = {}
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        files[name] = directory / f"shared-{name}"
+        files[name].write_bytes(base64.b64decode(data.get(name, "")))
+    return Certificate(
+        cert=files["tls.crt"], key=files["tls.key"], ca_pem=files["ca.crt"].read_bytes()
+    )
+
+
+def _openssl(*args: str) -> None:
+    done = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args[:2])}: {done.stderr.strip()}")
+
+
+class Server:
+    """The HTTPS webhook server, in a thread of the manager process.
+
+    `percent_of(profile)` gives a profile's percentage from the controller's cache (None
+    when unknown: the pod is let through untouched)."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        percent_of: Callable[[str], int | None],
+        certificate: Certificate,
+        *,
+        draw: Callable[[], int] = lambda: random.randrange(100),
+        record: Callable[[str], None] = lambda _decision: None,
+    ) -> None:
+        self.certificate = certificate
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.certificate.cert, self.certificate.key)
+        handler = _handler(percent_of, draw, record)
+        self._httpd = http.server.ThreadingHTTPServer(address, handler)
+        self._httpd.daemon_threads = True
+        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="probability-webhook", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5.0)
+        self._thread = None
+
+
+def _handler(
+    percent_of: Callable[[str], int | None],
+    draw: Callable[[], int],
+    record: Callable[[str], None],
+) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+                review = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.startswith(PATH_PREFIX) or not isinstance(review, dict):
+                    raise ValueError(f"unexpected request to {self.path}")
+                profile = self.path[len(PATH_PREFIX) :].split("?", 1)[0]
+                body = json.dumps(
+                    review_response(review, profile, percent_of(profile), draw, record)
+                )
+            except (ValueError, json.JSONDecodeError) as err:
+                self.send_error(400, str(err))
+                return
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug(format, *args)
+
+    return Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A profile the webhook draws for, and the pods it is asked about."""
+
+    profile: str
+    namespace_selector: Mapping[str, Any] | None
+    selector: Mapping[str, Any] | None
+
+
+def configuration(
+    entries: list[Entry], client_config: Mapping[str, Any], ca_pem: bytes
+) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration: one webhook per profile, scoped by its selectors
+    and to pods not yet decided, `failurePolicy: Ignore`, 3 s timeout.
+
+    `client_config` is `{"service": {namespace, name, port}}` or `{"url": "https://..."}`;
+    the profile's path is added to it."""
+    import base64
+
+    webhooks = []
+    for entry in sorted(entries, key=lambda e: e.profile):
+        client = {k: dict(v) if isinstance(v, Mapping) else v for k, v in client_config.items()}
+        path = PATH_PREFIX + entry.profile
+        if "service" in client:
+            client["service"]["path"] = path
+        else:
+            client["url"] = str(client["url"]).rstrip("/") + path
+        client["caBundle"] = base64.b64encode(ca_pem).decode()
+        key = json.dumps(annotation(entry.profile))
+        webhook: dict[str, Any] = {
+            "name": f"{entry.profile}.probability.colocation.nodeqos.io",
+            "clientConfig": client,
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE"],
+                    "resources": ["pods"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "matchConditions": [
+                {
+                    "name": "undecided",
+                    "expression": f"!has(object.metadata.annotations) || !({key} in object.metadata.annotations)",
+                }
+            ],
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 3,
+            "admissionReviewVersions": ["v1"],
+            "reinvocationPolicy": "Never",
+        }
+        if entry.namespace_selector is not None:
+            webhook["namespaceSelector"] = dict(entry.namespace_selector)
+        if entry.selector is not None:
+            webhook["objectSelector"] = dict(entry.selector)
+        webhooks.append(webhook)
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": CONFIGURATION,
+            "labels": {"app.kubernetes.io/managed-by": "nodeqos-manager"},
+        },
+        "webhooks": webhooks,
+    }
