@@ -302,15 +302,7 @@ class ClusterView:
             self._refresh()
             now = self._clock()
             known = self._cache(self._verdicts, (pod.estimate, pod.prod), now)
-            answers: list[str | object | None] = list(
-                map(known.get, names, itertools.repeat(_UNKNOWN))
-            )
-            if _UNKNOWN in answers:
-                judge = self._judge(pod, now)
-                for index, answer in enumerate(answers):
-                    if answer is _UNKNOWN:
-                        name = names[index]
-                        answers[index] = known[name] = judge(name)
+            answers = _answers(known, names, self._judge(pod, now), _UNKNOWN)
         if answers.count(None) == len(answers):  # the common case: every node can take it
             if expect and len(names) == 1:
                 self.expect(pod, names)
@@ -325,15 +317,18 @@ class ClusterView:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
 
-    def _judge(self, pod: PodLoad, now: float) -> Callable[[str], str | None]:
-        """`judge(name)`: None when `name` can take `pod`, else the reason it cannot."""
+    def _judge(self, pod: PodLoad, now: float) -> Callable[[Sequence[str]], list[str | None]]:
+        """`judge(names)`: per name, None when it can take `pod`, else the reason it cannot.
+
+        One loop over the names with the usual case inline (a fresh row whose caps
+        the estimate fits: one lookup and a few comparisons); anything else goes
+        through `judge_one`, which has every rule. The filter's per-node work."""
         args = self.args
         rows = self._filter_rows
         check_expiry = args.filter_expired_node_metrics
         prod, estimate = pod.prod, pod.estimate
-        fits = nodeload.fits_function(estimate)
 
-        def judge(name: str) -> str | None:
+        def judge_one(name: str) -> str | None:
             row = rows.get(name)
             if row is None:  # no NodeMetric, or no Node seen: nothing to judge on
                 return None
@@ -344,9 +339,32 @@ class ClusterView:
                     metric = self._nodes[name].metric
                     return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
                 caps = fallback  # Koordinator passes it unjudged; nodeqos judges the estimates
-            if not (prod and has_prod) and fits(caps):
+            if not (prod and has_prod) and all(e < c for e, c in zip(estimate, caps, strict=True)):
                 return None
             return self._over(name, self._nodes[name], pod, estimate, expired=expired)
+
+        if len(estimate) != 2:
+            return lambda names: list(map(judge_one, names))
+        cpu, memory = estimate
+        # `fresh < expires` says "not expired" only when expiry is checked; -inf otherwise
+        fresh = now if check_expiry else -math.inf
+        get = rows.get
+
+        def judge(names: Sequence[str]) -> list[str | None]:
+            answers: list[str | None] = []
+            append = answers.append
+            for name in names:
+                row = get(name)
+                if row is None or (
+                    fresh < row[0]
+                    and cpu < row[1][0]
+                    and memory < row[1][1]
+                    and not (prod and row[2])
+                ):
+                    append(None)  # nothing to judge on, or a fresh row the pod fits
+                else:
+                    append(judge_one(name))
+            return answers
 
         return judge
 
@@ -451,7 +469,9 @@ class ClusterView:
             now = self._clock()
             weights, dominant = self._weights, args.dominant_resource_weight
             if not prod and score_key is None:
-                score_of = nodeload.row_scorer(self._score_rows, now, estimate, weights, dominant)
+                score_names = nodeload.row_scorer(
+                    self._score_rows, now, estimate, weights, dominant
+                )
             else:
 
                 def score_of(name: str) -> int:
@@ -467,13 +487,11 @@ class ClusterView:
                     )
                     return score
 
+                def score_names(names: Sequence[str]) -> list[int]:
+                    return list(map(score_of, names))
+
             known = self._cache(self._scores, (estimate, pod.prod), now)
-            scores = list(map(known.get, names, itertools.repeat(-1)))
-            if -1 in scores:
-                for index, score in enumerate(scores):
-                    if score < 0:
-                        name = names[index]
-                        scores[index] = known[name] = score_of(name)
+            scores: list[int] = _answers(known, names, score_names, _UNKNOWN)
         return scores
 
     def _score_usage(
@@ -528,6 +546,30 @@ class ClusterView:
             extra = self._extra.get(name)
             used = node.used if extra is None else loads.add(node.used, extra[0])
             return dict(zip(self.names, used, strict=True))
+
+
+def _answers(
+    known: dict[str, Any],
+    names: Sequence[str],
+    compute: Callable[[Sequence[str]], list[Any]],
+    missing: object,
+) -> list[Any]:
+    """Per name, the cached answer, or `compute`'s for the names not cached (then cached).
+
+    A pod of a new estimate (the usual first pod of a workload) has nothing cached:
+    its answers are computed in one call and cached in one `update`, with no
+    Python-level work per node beyond `compute`'s own loop."""
+    if not known:
+        answers = compute(names)
+        known.update(zip(names, answers, strict=True))
+        return answers
+    answers = list(map(known.get, names, itertools.repeat(missing)))
+    if missing in answers:
+        todo = [i for i, answer in enumerate(answers) if answer is missing]
+        fresh = compute([names[i] for i in todo])
+        for i, answer in zip(todo, fresh, strict=True):
+            answers[i] = known[names[i]] = answer
+    return answers
 
 
 def _caps(limits: Sequence[int], allocatable: Vector, used: Vector) -> tuple[float, ...]:

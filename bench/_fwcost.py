@@ -1,0 +1,148 @@
+"""The scheduling framework's cost: the extender before and after it, side by side (issue #29).
+
+Used by `bench.extender`. The pre-framework extender is the `extender` and `kube`
+packages of commit PRE_FRAMEWORK, exported from this checkout's git history into
+the cache (`pre_framework_tree`); without the history (a source tarball, a
+shallow clone) the comparison is skipped with the reason.
+
+- `server_cpu`: the extender's own CPU per pod (filter then prioritize on the
+  server's routes, no HTTP, thread CPU time, every pod its own estimate so no
+  answer is cached), each arm a process of its own (`bench._extcpu`) with the
+  tree measured first on PYTHONPATH, arms interleaved pre/post/pre/post/...
+  so a burst of someone else's work on a shared machine hurts both alike; the
+  ratio compares the medians of the arms' medians.
+- `pythonpath`: the PYTHONPATH that runs a tree's `nodeqos-scheduler-extender`
+  (`python -m extender.cli`), for the throughput arms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import lownodeload
+
+REPO = Path(__file__).resolve().parent.parent
+PRE_FRAMEWORK = "6b202d9a66ab16ec47f55a34401cca811ec68af4"  # the last extender before #29
+CACHE = Path(os.environ.get("NODEQOS_CACHE") or Path.home() / ".cache" / "nodeqos")
+PACKAGES = ("extender", "kube")  # all the pre-framework extender imports of ours
+TARGET_RATIO = 1.05  # the framework's server CPU per pod over the pre-framework extender's
+
+
+class Unavailable(RuntimeError):
+    """The pre-framework tree cannot be made here; the message says why."""
+
+
+def pre_framework_tree() -> Path:
+    """`extender/` and `kube/` at PRE_FRAMEWORK, exported once into the cache.
+
+    An export (`git archive`), not a `git worktree add`: nothing is registered in
+    the repository, so a deleted cache leaves no stale worktree behind.
+    """
+    tree = CACHE / f"prefw-{PRE_FRAMEWORK[:12]}"
+    if (tree / ".complete").exists():
+        return tree
+    try:
+        subprocess.run(
+            ["git", "-C", str(REPO), "cat-file", "-e", f"{PRE_FRAMEWORK}^{{commit}}"],
+            check=True,
+            capture_output=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise Unavailable(
+            f"commit {PRE_FRAMEWORK[:7]} is not in this checkout's git history ({err});"
+            " a full clone (git fetch --unshallow) has it"
+        ) from None
+    tree.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", PRE_FRAMEWORK, *PACKAGES],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    (tree / ".complete").write_text(PRE_FRAMEWORK + "\n")
+    return tree
+
+
+def pythonpath(tree: Path | None) -> str:
+    """PYTHONPATH for a process running `tree`'s extender (None: this checkout's)."""
+    return str(REPO) if tree is None else f"{tree}{os.pathsep}{REPO}"
+
+
+def write_case(path: Path, nodes: int, pods: int, warm_up: int) -> None:
+    """The synthetic cluster and `warm_up + pods` request bodies naming every node."""
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    bodies = []
+    for i in range(pods + warm_up):
+        pod = lownodeload.pod_dict(f"incoming-{i}", "bench", "", 10**7 + i, 0)
+        pod["spec"].pop("nodeName", None)
+        pod["metadata"]["uid"] = f"incoming-{i}"
+        # an estimate of its own: no answer comes from the per-estimate cache
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{100 + i}m"
+        bodies.append(json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}))
+    case = {
+        "objects": list(lownodeload.cluster_objects(nodes, updated=datetime.now(UTC))),
+        "bodies": bodies,
+        "warm_up": warm_up,
+        "first": names[0],
+    }
+    path.write_text(json.dumps(case))
+
+
+def run_arm(case: Path, tree: Path | None, profile: Path | None = None) -> list[float]:
+    """One arm's per-pod thread CPU seconds, in a process of its own."""
+    argv = [sys.executable, "-m", "bench._extcpu", str(case)]
+    if profile is not None:
+        argv += ["--profile", str(profile)]
+    env = {**os.environ, "PYTHONPATH": pythonpath(tree)}
+    # cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    done = subprocess.run(
+        argv, env=env, cwd=case.parent, check=True, capture_output=True, text=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = (tree or REPO) / "extender" / "__init__.py"
+    if Path(result["tree"]).resolve() != expected.resolve():
+        raise RuntimeError(f"the arm ran {result['tree']}, not {expected}")
+    timings: list[float] = result["timings"]
+    return timings
+
+
+def server_cpu(
+    pre: Path, nodes: int, *, pods: int = 200, warm_up: int = 10, rounds: int = 3
+) -> dict[str, Any]:
+    """Pre-framework against framework server CPU per pod, `rounds` interleaved pairs."""
+    runs: dict[str, list[float]] = {"pre": [], "framework": []}
+    loads_seen = []
+    with tempfile.TemporaryDirectory() as tmp:
+        case = Path(tmp) / "case.json"
+        write_case(case, nodes, pods, warm_up)
+        for _ in range(rounds):
+            for label, tree in (("pre", pre), ("framework", None)):
+                loads_seen.append(os.getloadavg()[0])
+                timings = run_arm(case, tree)
+                runs[label].append(round(statistics.median(timings) * 1000, 3))
+                print(f"  {nodes} nodes, {label}: median {runs[label][-1]} ms", flush=True)
+    pre_median = statistics.median(runs["pre"])
+    post_median = statistics.median(runs["framework"])
+    ratio = round(post_median / pre_median, 3)
+    return {
+        "nodes": nodes,
+        "names_per_call": nodes,
+        "pods_per_arm": pods,
+        "rounds": rounds,
+        "pre_medians_ms": runs["pre"],
+        "framework_medians_ms": runs["framework"],
+        "pre_median_ms": pre_median,
+        "framework_median_ms": post_median,
+        "ratio": ratio,
+        "target_ratio": TARGET_RATIO,
+        "met": ratio <= TARGET_RATIO,
+        "load_average_1m": [round(min(loads_seen), 1), round(max(loads_seen), 1)],
+    }
