@@ -76,20 +76,25 @@ def pythonpath(tree: Path | None) -> str:
     return str(REPO) if tree is None else f"{tree}{os.pathsep}{REPO}"
 
 
-def write_case(path: Path, nodes: int, pods: int, warm_up: int) -> None:
-    """The synthetic cluster and `warm_up + pods` request bodies naming every node."""
-    names = [f"node-{i:05d}" for i in range(nodes)]
-    bodies = []
-    for i in range(pods + warm_up):
+def bodies(names: list[str], count: int) -> list[bytes]:
+    """`count` ExtenderArgs bodies naming `names`, each pod with an estimate of its own
+    (a CPU request of 100m + i), so no answer comes from the per-estimate cache."""
+    found = []
+    for i in range(count):
         pod = lownodeload.pod_dict(f"incoming-{i}", "bench", "", 10**7 + i, 0)
         pod["spec"].pop("nodeName", None)
         pod["metadata"]["uid"] = f"incoming-{i}"
-        # an estimate of its own: no answer comes from the per-estimate cache
         pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{100 + i}m"
-        bodies.append(json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}))
+        found.append(json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode())
+    return found
+
+
+def write_case(path: Path, nodes: int, pods: int, warm_up: int) -> None:
+    """The synthetic cluster and `warm_up + pods` request bodies naming every node."""
+    names = [f"node-{i:05d}" for i in range(nodes)]
     case = {
         "objects": list(lownodeload.cluster_objects(nodes, updated=datetime.now(UTC))),
-        "bodies": bodies,
+        "bodies": [body.decode() for body in bodies(names, pods + warm_up)],
         "warm_up": warm_up,
         "first": names[0],
     }

@@ -3,8 +3,8 @@
 `compute` turns a node's capacity, its NodeMetric and the pods bound to it into
 a `NodeLoad` the way Koordinator's LoadAwareScheduling does (see `extender.view`
 for the departed-pod correction and the estimates of pods the NodeMetric has not
-measured yet). `row_scorer` answers prioritize from the precomputed per-node
-rows the view keeps (the filter's loop is `extender.view`'s).
+measured yet). `fits_function` and `row_scorer` answer filter and prioritize
+from the precomputed per-node rows the view keeps.
 
 May import: `extender.loads`, `extender.args` (and through them `kube`).
 """
@@ -171,6 +171,16 @@ def aggregated(node: NodeLoad, key: loads.AggKey) -> tuple[Vector, Source]:
     if base is None:
         return node.used, Source.NODE_USAGE
     return loads.add(loads.sub_floor(base, node.departed), node.delta), Source.METRIC
+
+
+def fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:
+    """`fits(caps)`: whether every resource of `estimate` stays under its cap.
+
+    Specialised for the usual two resources (cpu, memory): no generator per call."""
+    if len(estimate) == 2:
+        cpu, memory = estimate
+        return lambda caps: cpu < caps[0] and memory < caps[1]
+    return lambda caps: all(e < c for e, c in zip(estimate, caps, strict=True))
 
 
 def row_scorer(

@@ -322,26 +322,32 @@ class ClusterView:
 
         One loop over the names with the usual case inline (a fresh row whose caps
         the estimate fits: one lookup and a few comparisons); anything else goes
-        through `judge_one`, which has every rule. The filter's per-node work."""
+        through `judge_row`, which has every rule. The filter's per-node work."""
         args = self.args
         rows = self._filter_rows
         check_expiry = args.filter_expired_node_metrics
         prod, estimate = pod.prod, pod.estimate
 
-        def judge_one(name: str) -> str | None:
-            row = rows.get(name)
-            if row is None:  # no NodeMetric, or no Node seen: nothing to judge on
-                return None
+        fits = nodeload.fits_function(estimate)
+        nodes = self._nodes
+
+        def judge_row(
+            name: str, row: tuple[float, tuple[float, ...], bool, tuple[float, ...]]
+        ) -> str | None:
             expires, caps, has_prod, fallback = row
             expired = now >= expires and check_expiry
             if expired:
                 if not args.enable_schedule_when_node_metrics_expired:
-                    metric = self._nodes[name].metric
-                    return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
+                    return self._expired_reason(name, nodes[name].metric, now)  # type: ignore[arg-type]
                 caps = fallback  # Koordinator passes it unjudged; nodeqos judges the estimates
-            if not (prod and has_prod) and all(e < c for e, c in zip(estimate, caps, strict=True)):
+            if not (prod and has_prod) and fits(caps):
                 return None
-            return self._over(name, self._nodes[name], pod, estimate, expired=expired)
+            return self._over(name, nodes[name], pod, estimate, expired=expired)
+
+        def judge_one(name: str) -> str | None:
+            row = rows.get(name)
+            # no row: no NodeMetric, or no Node seen: nothing to judge on
+            return None if row is None else judge_row(name, row)
 
         if len(estimate) != 2:
             return lambda names: list(map(judge_one, names))
@@ -363,7 +369,7 @@ class ClusterView:
                 ):
                     append(None)  # nothing to judge on, or a fresh row the pod fits
                 else:
-                    append(judge_one(name))
+                    append(judge_row(name, row))
             return answers
 
         return judge
