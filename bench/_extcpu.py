@@ -1,39 +1,68 @@
-"""One arm of the extender's server-CPU comparison, run in a process of its own.
+"""The extender's server-CPU comparison: two trees' extenders, pod by pod, in one process.
 
-`python -m bench._extcpu CASE.json` with PYTHONPATH naming the tree whose
-`extender` and `kube` packages are measured first: the pre-framework tree
-(commit 6b202d9, exported by `bench.extender.pre_framework_tree`) or this one.
-It imports nothing of ours but those two packages and the standard library, so
-the arm measures exactly that tree's code; the parent (`bench.extender`) writes
-the case (the synthetic cluster as raw API objects and the request bodies) and
-reads one JSON line back: the thread CPU time of each pod's filter + prioritize.
+`python -m bench._extcpu CASE.json TREE...` loads each TREE's `extender` and
+`kube` packages under their own names in turn (importing one tree, then taking
+its modules out of `sys.modules` before the next: the functions keep their own
+module globals, so both trees run side by side), builds a view of the same
+synthetic cluster with each, and sends every pod of the case to each tree's
+`extender.server.routes` in turn, the order alternating pod by pod. A burst of
+someone else's work on a shared machine then lands on both trees alike, which
+separate processes minutes apart cannot promise (2026-11-26, load average 6 to
+10: the same arm's median moved 1.1 to 2.7 ms between processes).
 
-Both trees' `extender.server.routes` are driven the same way: pre-framework
+The parent (`bench._fwcost`) writes the case (the cluster as raw API objects and
+the request bodies) and reads one JSON line back: per tree, the thread CPU time
+of each pod's filter + prioritize. Nothing of ours is imported here at module
+level, so what is measured is each tree's own code.
+
+Both trees' routes are driven the same way: pre-framework
 `routes(view, Telemetry(registry, view))`, the framework's
 `routes(as_framework(view, registry), Telemetry(registry))` (LoadAwareScheduling
 alone, as the shipped configuration runs it).
 
-`--profile PATH` also writes a cProfile of the timed calls to PATH.
+`--profile PREFIX` also writes a cProfile per tree, PREFIX-<index>.prof.
 """
 
 from __future__ import annotations
 
 import cProfile
 import gc
+import importlib
 import json
 import sys
 import time
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
+PACKAGES = ("extender", "kube")
 
-def _view(objects: list[dict[str, Any]]) -> Any:
-    from extender import args as argsmod
-    from extender.view import ClusterView
 
-    view = ClusterView(argsmod.decode_args({}))
-    # Stamped now, not when the parent wrote the case: an arm that starts minutes
-    # later must not see expired NodeMetrics.
+def _ours(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in PACKAGES)
+
+
+def load(tree: str) -> dict[str, ModuleType]:
+    """`tree`'s extender (server, view, args), imported from `tree` alone, then taken
+    out of `sys.modules` so the next tree imports its own."""
+    for name in [n for n in sys.modules if _ours(n)]:
+        del sys.modules[name]
+    sys.path.insert(0, tree)
+    try:
+        modules = {
+            name: importlib.import_module(f"extender.{name}") for name in ("server", "view", "args")
+        }
+        modules["package"] = sys.modules["extender"]
+    finally:
+        sys.path.remove(tree)
+        for name in [n for n in sys.modules if _ours(n)]:
+            del sys.modules[name]
+    return modules
+
+
+def _view(modules: dict[str, ModuleType], objects: list[dict[str, Any]]) -> Any:
+    view = modules["view"].ClusterView(modules["args"].decode_args({}))
+    # Stamped now, not when the parent wrote the case: NodeMetrics must be fresh.
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for obj in objects:
         kind = obj["kind"]
@@ -47,9 +76,8 @@ def _view(objects: list[dict[str, Any]]) -> Any:
     return view
 
 
-def _routes(view: Any) -> tuple[Any, Any]:
-    from extender import server
-
+def _routes(modules: dict[str, ModuleType], view: Any) -> tuple[Any, Any]:
+    server = modules["server"]
     registry = server.CollectorRegistry()
     if hasattr(server, "as_framework"):  # the framework
         routes = server.routes(server.as_framework(view, registry), server.Telemetry(registry))
@@ -58,39 +86,50 @@ def _routes(view: Any) -> tuple[Any, Any]:
     return routes["/filter"], routes["/prioritize"]
 
 
-def run(case: dict[str, Any], profile: str | None = None) -> dict[str, Any]:
-    view = _view(case["objects"])
-    view.node_usage(case["first"])  # compute every node once, as the first verb would
-    filter_, prioritize = _routes(view)
+def run(case: dict[str, Any], trees: list[str], profile: str | None = None) -> dict[str, Any]:
+    arms = []
+    for tree in trees:
+        modules = load(tree)
+        view = _view(modules, case["objects"])
+        view.node_usage(case["first"])  # compute every node once, as the first verb would
+        arms.append((modules["package"].__file__, *_routes(modules, view)))
     bodies = [body.encode() for body in case["bodies"]]
     warm_up = case["warm_up"]
     del case
     gc.collect()
-    gc.freeze()  # the 30,000-pod view is not what is measured: keep it out of the collector
-    profiler = cProfile.Profile() if profile else None
-    timings = []
+    gc.freeze()  # the 30,000-pod views are not what is measured: keep them out of the collector
+    profilers = [cProfile.Profile() if profile else None for _ in arms]
+    timings: list[list[float]] = [[] for _ in arms]
     for i, body in enumerate(bodies):
-        if profiler is not None and i == warm_up:
-            profiler.enable()
-        start = time.thread_time()
-        assert filter_(body)[0] == 200 and prioritize(body)[0] == 200
-        elapsed = time.thread_time() - start
-        if i >= warm_up:
-            timings.append(elapsed)
-    if profiler is not None:
-        profiler.disable()
-        profiler.dump_stats(profile)  # type: ignore[arg-type]
-    import extender
-
-    return {"tree": extender.__file__, "timings": timings}
+        order = range(len(arms)) if i % 2 == 0 else range(len(arms) - 1, -1, -1)
+        for arm in order:
+            _, filter_, prioritize = arms[arm]
+            profiler = profilers[arm] if i >= warm_up else None
+            if profiler is not None:
+                profiler.enable()
+            start = time.thread_time()
+            assert filter_(body)[0] == 200 and prioritize(body)[0] == 200
+            elapsed = time.thread_time() - start
+            if profiler is not None:
+                profiler.disable()
+            if i >= warm_up:
+                timings[arm].append(elapsed)
+    for index, profiler in enumerate(profilers):
+        if profiler is not None:
+            profiler.dump_stats(f"{profile}-{index}.prof")
+    return {"trees": [arm[0] for arm in arms], "timings": timings}
 
 
 def main(argv: list[str]) -> int:
-    path, options = argv[0], argv[1:]
-    profile = options[options.index("--profile") + 1] if "--profile" in options else None
+    profile = None
+    if "--profile" in argv:
+        at = argv.index("--profile")
+        profile = argv[at + 1]
+        argv = argv[:at] + argv[at + 2 :]
+    path, trees = argv[0], argv[1:]
     with open(path) as f:
         case = json.load(f)
-    print(json.dumps(run(case, profile)), flush=True)
+    print(json.dumps(run(case, trees, profile)), flush=True)
     return 0
 
 

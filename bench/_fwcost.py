@@ -7,10 +7,10 @@ shallow clone) the comparison is skipped with the reason.
 
 - `server_cpu`: the extender's own CPU per pod (filter then prioritize on the
   server's routes, no HTTP, thread CPU time, every pod its own estimate so no
-  answer is cached), each arm a process of its own (`bench._extcpu`) with the
-  tree measured first on PYTHONPATH, arms interleaved pre/post/pre/post/...
-  so a burst of someone else's work on a shared machine hurts both alike; the
-  ratio compares the medians of the arms' medians.
+  answer is cached). Both trees are loaded in one process (`bench._extcpu`)
+  and every pod goes to one, then the other, the order alternating: a burst of
+  someone else's work on a shared machine hurts both alike. Three such
+  processes (rounds); the ratio compares the medians of the rounds' medians.
 - `pythonpath`: the PYTHONPATH that runs a tree's `nodeqos-scheduler-extender`
   (`python -m extender.cli`), for the throughput arms.
 """
@@ -101,52 +101,71 @@ def write_case(path: Path, nodes: int, pods: int, warm_up: int) -> None:
     path.write_text(json.dumps(case))
 
 
-def run_arm(case: Path, tree: Path | None, profile: Path | None = None) -> list[float]:
-    """One arm's per-pod thread CPU seconds, in a process of its own."""
-    argv = [sys.executable, "-m", "bench._extcpu", str(case)]
+def run_pair(case: Path, pre: Path, profile: Path | None = None) -> dict[str, list[float]]:
+    """Per-pod thread CPU seconds of the pre-framework tree and this one, pod by pod
+    in one process of their own (`bench._extcpu`)."""
+    argv = [sys.executable, "-m", "bench._extcpu", str(case), str(pre), str(REPO)]
     if profile is not None:
         argv += ["--profile", str(profile)]
-    env = {**os.environ, "PYTHONPATH": pythonpath(tree)}
-    # cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # cwd: `python -m` puts the working directory first on sys.path
     done = subprocess.run(
         argv, env=env, cwd=case.parent, check=True, capture_output=True, text=True
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    expected = (tree or REPO) / "extender" / "__init__.py"
-    if Path(result["tree"]).resolve() != expected.resolve():
-        raise RuntimeError(f"the arm ran {result['tree']}, not {expected}")
-    timings: list[float] = result["timings"]
-    return timings
+    for tree, ran in zip((pre, REPO), result["trees"], strict=True):
+        expected = tree / "extender" / "__init__.py"
+        if Path(ran).resolve() != expected.resolve():
+            raise RuntimeError(f"the arm ran {ran}, not {expected}")
+    pre_timings, post_timings = result["timings"]
+    return {"pre": pre_timings, "framework": post_timings}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
 
 
 def server_cpu(
     pre: Path, nodes: int, *, pods: int = 200, warm_up: int = 10, rounds: int = 3
 ) -> dict[str, Any]:
-    """Pre-framework against framework server CPU per pod, `rounds` interleaved pairs."""
-    runs: dict[str, list[float]] = {"pre": [], "framework": []}
+    """Pre-framework against framework server CPU per pod: `rounds` processes, each
+    sending `pods` pods to both trees in turn."""
+    medians: dict[str, list[float]] = {"pre": [], "framework": []}
+    paired: list[float] = []
     loads_seen = []
     with tempfile.TemporaryDirectory() as tmp:
         case = Path(tmp) / "case.json"
         write_case(case, nodes, pods, warm_up)
         for _ in range(rounds):
-            for label, tree in (("pre", pre), ("framework", None)):
-                loads_seen.append(os.getloadavg()[0])
-                timings = run_arm(case, tree)
-                runs[label].append(round(statistics.median(timings) * 1000, 3))
-                print(f"  {nodes} nodes, {label}: median {runs[label][-1]} ms", flush=True)
-    pre_median = statistics.median(runs["pre"])
-    post_median = statistics.median(runs["framework"])
+            loads_seen.append(os.getloadavg()[0])
+            timings = run_pair(case, pre)
+            for label, values in timings.items():
+                medians[label].append(_ms(statistics.median(values)))
+            paired.extend(
+                post / before
+                for before, post in zip(timings["pre"], timings["framework"], strict=True)
+            )
+            print(
+                f"  {nodes} nodes: pre-framework median {medians['pre'][-1]} ms,"
+                f" framework {medians['framework'][-1]} ms",
+                flush=True,
+            )
+            loads_seen.append(os.getloadavg()[0])
+    pre_median = statistics.median(medians["pre"])
+    post_median = statistics.median(medians["framework"])
     ratio = round(post_median / pre_median, 3)
     return {
         "nodes": nodes,
         "names_per_call": nodes,
-        "pods_per_arm": pods,
+        "pods_per_round": pods,
         "rounds": rounds,
-        "pre_medians_ms": runs["pre"],
-        "framework_medians_ms": runs["framework"],
+        "pre_medians_ms": medians["pre"],
+        "framework_medians_ms": medians["framework"],
         "pre_median_ms": pre_median,
         "framework_median_ms": post_median,
         "ratio": ratio,
+        # the same pod's framework time over its pre-framework time, median over every pod
+        "paired_ratio_median": round(statistics.median(paired), 3),
         "target_ratio": TARGET_RATIO,
         "met": ratio <= TARGET_RATIO,
         "load_average_1m": [round(min(loads_seen), 1), round(max(loads_seen), 1)],
