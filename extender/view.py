@@ -302,23 +302,40 @@ class ClusterView:
             self._refresh()
             now = self._clock()
             known = self._cache(self._verdicts, (pod.estimate, pod.prod), now)
-            answers = _answers(known, names, self._judge(pod, now), _UNKNOWN)
-        if answers.count(None) == len(answers):  # the common case: every node can take it
+            judge = self._judge(pod, now)
+            if not known:  # a new estimate (a workload's first pod): judged in one pass
+                passed, failed = judge(names)
+                known.update(zip(passed, itertools.repeat(None)))
+                known.update(failed)
+            else:
+                answers = list(map(known.get, names, itertools.repeat(_UNKNOWN)))
+                if _UNKNOWN in answers:
+                    todo = [names[i] for i, answer in enumerate(answers) if answer is _UNKNOWN]
+                    fresh, refused = judge(todo)
+                    known.update(zip(fresh, itertools.repeat(None)))
+                    known.update(refused)
+                    answers = list(map(known.__getitem__, names))
+                passed = [
+                    name for name, answer in zip(names, answers, strict=True) if answer is None
+                ]
+                failed = {
+                    name: str(answer)
+                    for name, answer in zip(names, answers, strict=True)
+                    if answer is not None
+                }
+        if not failed:  # the common case: every node can take it
             if expect and len(names) == 1:
                 self.expect(pod, names)
-            return Verdict(list(names))
-        passed = [name for name, answer in zip(names, answers, strict=True) if answer is None]
-        failed = {
-            name: str(answer)
-            for name, answer in zip(names, answers, strict=True)
-            if answer is not None
-        }
+            return Verdict(passed)
         if expect and len(passed) == 1:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
 
-    def _judge(self, pod: PodLoad, now: float) -> Callable[[Sequence[str]], list[str | None]]:
-        """`judge(names)`: per name, None when it can take `pod`, else the reason it cannot.
+    def _judge(
+        self, pod: PodLoad, now: float
+    ) -> Callable[[Sequence[str]], tuple[list[str], dict[str, str]]]:
+        """`judge(names)`: the names that can take `pod` (in order), and the reason for
+        each that cannot.
 
         One loop over the names with the usual case inline (a fresh row whose caps
         the estimate fits: one lookup and a few comparisons); anything else goes
@@ -350,15 +367,28 @@ class ClusterView:
             return None if row is None else judge_row(name, row)
 
         if len(estimate) != 2:
-            return lambda names: list(map(judge_one, names))
+
+            def judge_any(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+                passed: list[str] = []
+                failed: dict[str, str] = {}
+                for name in names:
+                    reason = judge_one(name)
+                    if reason is None:
+                        passed.append(name)
+                    else:
+                        failed[name] = reason
+                return passed, failed
+
+            return judge_any
         cpu, memory = estimate
         # `fresh < expires` says "not expired" only when expiry is checked; -inf otherwise
         fresh = now if check_expiry else -math.inf
         get = rows.get
 
-        def judge(names: Sequence[str]) -> list[str | None]:
-            answers: list[str | None] = []
-            append = answers.append
+        def judge(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+            passed: list[str] = []
+            failed: dict[str, str] = {}
+            append = passed.append
             for name in names:
                 row = get(name)
                 if row is None or (
@@ -367,10 +397,14 @@ class ClusterView:
                     and memory < row[1][1]
                     and not (prod and row[2])
                 ):
-                    append(None)  # nothing to judge on, or a fresh row the pod fits
+                    append(name)  # nothing to judge on, or a fresh row the pod fits
                 else:
-                    append(judge_row(name, row))
-            return answers
+                    reason = judge_row(name, row)
+                    if reason is None:
+                        append(name)
+                    else:
+                        failed[name] = reason
+            return passed, failed
 
         return judge
 
