@@ -26,8 +26,9 @@ the last recorded extender.json.
 - The framework's cost (issue #29): the same server CPU per pod at 100 and 1,000
   nodes, the pre-framework extender (commit 6b202d9's `extender` and `kube`,
   exported from git history into the cache) against the framework
-  (LoadAwareScheduling alone), each arm a process of its own, arms interleaved
-  pre/framework/pre/framework/pre/framework, medians compared (bench._fwcost).
+  (LoadAwareScheduling alone), both trees loaded in one process and every pod
+  sent to one then the other, the order alternating; three such processes,
+  medians compared (bench._fwcost, bench._extcpu).
   Target: at most 1.05x. Skipped, with the reason, without the git history.
 - Throughput: one local control plane, the real kube-scheduler, 100 then 1,000 Nodes with
   fresh NodeMetrics and PODS pending pods created while the scheduler is
