@@ -269,7 +269,7 @@ def _compare(
     loads_seen = []
     for round_ in range(ROUNDS):
         for label, config in arms.items():
-            batch = f"{label}-{nodes}-{round_}"
+            batch = f"{label.replace('_', '-')}-{nodes}-{round_}"  # a pod name's part
             loads_seen.append(os.getloadavg()[0])
             runs[label].append(_time_scheduling(plane, client, batch, config))
     median = {
