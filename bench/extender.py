@@ -1,7 +1,9 @@
 """Benchmark of the scheduler extender: verb latency at scale, and its cost to kube-scheduler.
 
 Run with `python -m bench extender`; writes extender.json (see bench/__init__.py).
-`python -m bench.extender --quick` runs the latency part at 1,000 nodes only.
+`python -m bench.extender --quick` runs the latency part at 1,000 nodes only;
+`python -m bench extender --framework-cost` the framework's cost alone, put into
+the last recorded extender.json.
 
 - Latency: the LowNodeLoad benchmark's synthetic cluster (32-CPU nodes, 30 pods
   each, one NodeMetric per node, seeded) fed to a `ClusterView` as the informers
@@ -21,12 +23,21 @@ Run with `python -m bench extender`; writes extender.json (see bench/__init__.py
   pod called on the server's routes in-process (no HTTP), timed as thread CPU
   time; each pod has an estimate of its own, so no answer is cached. This is the
   measure the scheduler framework's overhead is judged by.
+- The framework's cost (issue #29): the same server CPU per pod at 100 and 1,000
+  nodes, the pre-framework extender (commit 6b202d9's `extender` and `kube`,
+  exported from git history into the cache) against the framework
+  (LoadAwareScheduling alone), both trees loaded in one process and every pod
+  sent to one then the other, the order alternating; three such processes,
+  medians compared (bench._fwcost, bench._extcpu).
+  Target: at most 1.05x. Skipped, with the reason, without the git history.
 - Throughput: one local control plane, the real kube-scheduler, 100 then 1,000 Nodes with
   fresh NodeMetrics and PODS pending pods created while the scheduler is
   stopped; the scheduler is started and timed until every pod is bound. Once
   with its default configuration, once with deploy/kube-scheduler/extender.yaml
-  (the extender in the default profile), same cluster, same run, each on a fresh
-  batch of pods, in ROUNDS interleaved rounds (medians compared). Target: the
+  (the extender in the default profile), once with the same configuration pointed
+  at the pre-framework extender (the same command run from the tree above; its
+  throughput over the framework's is reported), same cluster, same run, each on a
+  fresh batch of pods, in ROUNDS interleaved rounds (medians compared). Target: the
   extender costs at most 25% of the throughput.
 - The floor: a third arm in the same rounds runs kube-scheduler with the same
   configuration pointed at hack/peers/nullextender, a Go extender that passes
@@ -41,6 +52,7 @@ import contextlib
 import gc
 import http.client
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -52,7 +64,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import lownodeload, peers, write_results
+from bench import _fwcost, lownodeload, machine_info, peers, previous_results, write_results
 from extender import args as argsmod
 from extender import local, server
 from extender.view import ClusterView
@@ -150,13 +162,7 @@ def server_cpu(nodes: int, sent: int | None = None, pods: int = 200) -> dict[str
     filter_, prioritize = routes["/filter"], routes["/prioritize"]
     names = [f"node-{i:05d}" for i in range(nodes)][: sent or nodes]
     timings = []
-    for i in range(pods + 10):
-        pod = lownodeload.pod_dict(f"incoming-{i}", "bench", "", 10**7 + i, 0)
-        pod["spec"].pop("nodeName", None)
-        pod["metadata"]["uid"] = f"incoming-{i}"
-        # an estimate of its own: no answer comes from the per-estimate cache
-        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{100 + i}m"
-        body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
+    for i, body in enumerate(_fwcost.bodies(names, pods + 10)):
         start = time.thread_time()
         assert filter_(body)[0] == 200 and prioritize(body)[0] == 200
         if i >= 10:  # warm-up pods are not counted
@@ -252,34 +258,46 @@ def _compare(
     plane: controlplane.ControlPlane,
     client: rest.Rest,
     nodes: int,
-    with_extender: Any,
-    with_null: Any,
+    configs: dict[str, Any],
 ) -> dict[str, Any]:
-    """Interleaved rounds, medians compared: on a shared machine a burst of someone
-    else's work then hurts both sides alike."""
+    """Interleaved rounds of every arm (`configs`: label -> scheduler config, None for
+    its defaults), medians compared: on a shared machine a burst of someone else's
+    work then hurts every arm alike."""
     _time_scheduling(plane, client, f"warm-up-{nodes}", None)  # untimed: warm caches
-    arms = (("default", None), ("extender", with_extender), ("null", with_null))
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in arms}
+    arms = {"default": None, **configs}
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in arms}
+    loads_seen = []
     for round_ in range(ROUNDS):
-        for label, config in arms:
-            batch = f"{label}-{nodes}-{round_}"
+        for label, config in arms.items():
+            batch = f"{label.replace('_', '-')}-{nodes}-{round_}"  # a pod name's part
+            loads_seen.append(os.getloadavg()[0])
             runs[label].append(_time_scheduling(plane, client, batch, config))
-    default, extended, null = (
-        sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2] for label, _ in arms
-    )
-    return {
-        "nodes": nodes,
-        "default": default,
-        "with_extender": extended,
-        "with_null_extender": null,
-        "rounds": runs,
-        "throughput_cost": round(1 - extended["pods_per_second"] / default["pods_per_second"], 3),
-        "protocol_floor_cost": round(1 - null["pods_per_second"] / default["pods_per_second"], 3),
+    median = {
+        label: sorted(runs[label], key=lambda r: r["pods_per_second"])[ROUNDS // 2]
+        for label in arms
     }
+    rate = {label: median[label]["pods_per_second"] for label in arms}
+    result: dict[str, Any] = {
+        "nodes": nodes,
+        "default": median["default"],
+        "with_extender": median["extender"],
+        "with_null_extender": median["null"],
+        "rounds": runs,
+        "throughput_cost": round(1 - rate["extender"] / rate["default"], 3),
+        "protocol_floor_cost": round(1 - rate["null"] / rate["default"], 3),
+        "load_average_1m": [round(min(loads_seen), 1), round(max(loads_seen), 1)],
+    }
+    if "pre_framework" in arms:
+        result["with_pre_framework_extender"] = median["pre_framework"]
+        result["pre_framework_cost"] = round(1 - rate["pre_framework"] / rate["default"], 3)
+        # the framework's throughput over the pre-framework extender's (1.0: the same)
+        result["framework_over_pre_framework"] = round(rate["extender"] / rate["pre_framework"], 3)
+    return result
 
 
-def time_scheduler() -> list[dict[str, Any]]:
-    """kube-scheduler's throughput with no extender, nodeqos's and the null one, at each of NODES."""
+def time_scheduler(pre: Path | None = None) -> list[dict[str, Any]]:
+    """kube-scheduler's throughput with no extender, nodeqos's, the pre-framework nodeqos
+    extender (when `pre`, its tree, is given) and the null one, at each of NODES."""
     null_binary = peers.built_peer("nullextender")
     shipped = REPO / "deploy" / "kube-scheduler" / "extender.yaml"
     results = []
@@ -292,30 +310,50 @@ def time_scheduler() -> list[dict[str, Any]]:
         localcluster.apply(
             client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
         )
-        port, null_port = controlplane.free_port(), controlplane.free_port()
-        for name, argv in (
-            ("extender", local.command(plane.kubeconfig, None, port)),
-            ("nullextender", [str(null_binary), "--listen", f"127.0.0.1:{null_port}"]),
-        ):
-            processes.enter_context(_running(argv, Path(tmp) / f"{name}.log"))
-        local.wait_ready(port)
-        local.wait_ready(null_port)
-        with_extender = local.point_scheduler(shipped, port)
-        with_null = local.point_scheduler(shipped, null_port)
+        ports = {"extender": controlplane.free_port(), "null": controlplane.free_port()}
+        commands = {
+            "extender": (local.command(plane.kubeconfig, None, ports["extender"]), None),
+            "null": ([str(null_binary), "--listen", f"127.0.0.1:{ports['null']}"], None),
+        }
+        if pre is not None:
+            ports["pre_framework"] = controlplane.free_port()
+            # the same command, the pre-framework tree first on the path
+            argv = local.command(plane.kubeconfig, None, ports["pre_framework"])
+            commands["pre_framework"] = (argv, {"PYTHONPATH": _fwcost.pythonpath(pre)})
+        for name, (argv, env) in commands.items():
+            processes.enter_context(_running(argv, Path(tmp) / f"{name}.log", env))
+        for name, port in ports.items():
+            try:
+                local.wait_ready(port)
+            except TimeoutError:
+                log = (Path(tmp) / f"{name}.log").read_text(errors="replace")
+                print(f"{name} never became ready; its log ends:\n{log[-2000:]}", flush=True)
+                raise
+        configs = {name: local.point_scheduler(shipped, port) for name, port in ports.items()}
         registered = 0
         for nodes in NODES:
             _register(client, registered, nodes)
             registered = nodes
-            time.sleep(2)  # let the extender's caches take the new nodes in
-            results.append(_compare(plane, client, nodes, with_extender, with_null))
+            time.sleep(2)  # let the extenders' caches take the new nodes in
+            results.append(_compare(plane, client, nodes, configs))
     return results
 
 
 @contextlib.contextmanager
-def _running(argv: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A process for the length of the block, its output in `log_path`."""
+def _running(
+    argv: list[str], log_path: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A process for the length of the block, its output in `log_path`; `env` is added
+    to this one's, and the process runs in the log's directory (not the checkout, which
+    `python -m` would put first on the path)."""
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=None if env is None else {**os.environ, **env},
+            cwd=log_path.parent,
+        )
         try:
             yield proc
         finally:
@@ -323,8 +361,55 @@ def _running(argv: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes
             proc.wait(15)
 
 
+def framework_cost() -> tuple[Path | None, list[dict[str, Any]] | str]:
+    """The pre-framework tree and the server-CPU comparison at each of NODES, or the
+    reason it cannot run here."""
+    try:
+        pre = _fwcost.pre_framework_tree()
+    except _fwcost.Unavailable as err:
+        return None, f"skipped: {err}"
+    results = []
+    for nodes in NODES:
+        gc.collect()
+        result = _fwcost.server_cpu(pre, nodes)
+        results.append(result)
+        print(
+            f"{nodes} nodes: server CPU per pod, pre-framework {result['pre_median_ms']} ms,"
+            f" framework {result['framework_median_ms']} ms: {result['ratio']}x"
+            f" (target {_fwcost.TARGET_RATIO}x; medians of {result['rounds']} interleaved"
+            f" rounds, load average {result['load_average_1m']})",
+            flush=True,
+        )
+    return pre, results
+
+
+def framework_cost_only() -> int:
+    """`--framework-cost`: the comparison alone, put into the last recorded extender.json
+    (its other parts and their `recorded_at`/`machine` kept as they were; this part
+    gets `framework_cost_recorded_at`/`framework_cost_machine`)."""
+    _, cost = framework_cost()
+    if isinstance(cost, str):
+        print(f"framework cost against the pre-framework extender {cost}", flush=True)
+        return 0
+    document = previous_results("extender") or {}
+    document.pop("benchmark", None)
+    write_results(
+        "extender",
+        {
+            **document,
+            "framework_cost": cost,
+            "framework_cost_recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "framework_cost_machine": machine_info(),
+        },
+    )
+    return 0 if all(r["met"] for r in cost) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+    options = argv if argv is not None else sys.argv[1:]
+    if "--framework-cost" in options:
+        return framework_cost_only()
+    quick = "--quick" in options
     latency = []
     cases: list[tuple[int, int | None]] = [(n, None) for n in (SIZES[:1] if quick else SIZES)]
     if not quick:
@@ -353,13 +438,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     at_largest = [r for r in latency if r["nodes"] == SIZES[-1]]
     worst = max(max(r["filter"]["p99_ms"], r["prioritize"]["p99_ms"]) for r in at_largest)
-    throughput = time_scheduler()
+    pre, cost = framework_cost()
+    if isinstance(cost, str):
+        print(f"framework cost against the pre-framework extender {cost}", flush=True)
+    throughput = time_scheduler(pre)
     for result in throughput:
+        pre_text = (
+            f"{result['with_pre_framework_extender']['pods_per_second']} pods/s with the"
+            f" pre-framework extender (cost {result['pre_framework_cost']:.0%}; framework /"
+            f" pre-framework {result['framework_over_pre_framework']}x), "
+            if "pre_framework_cost" in result
+            else ""
+        )
         print(
             f"kube-scheduler, {result['nodes']} nodes / {PODS} pods: "
             f"{result['default']['pods_per_second']} pods/s default, "
             f"{result['with_extender']['pods_per_second']} pods/s with the extender "
-            f"(cost {result['throughput_cost']:.0%}), "
+            f"(cost {result['throughput_cost']:.0%}), {pre_text}"
             f"{result['with_null_extender']['pods_per_second']} pods/s with the null extender "
             f"(the protocol's floor: {result['protocol_floor_cost']:.0%})",
             flush=True,
@@ -372,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             "latency": latency,
             "server_cpu_per_pod": cpu,
+            "framework_cost": cost,
             "latency_target": {
                 "p99_ms_at_5000_nodes": TARGET_P99_SECONDS * 1000,
                 "worst_p99_ms": worst,
@@ -386,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
             },
         },
     )
-    return 0 if latency_met and throughput_met else 1
+    cost_met = isinstance(cost, str) or all(r["met"] for r in cost)
+    return 0 if latency_met and throughput_met and cost_met else 1
 
 
 if __name__ == "__main__":

@@ -23,6 +23,16 @@ from extender.loads import MetricLoad, NodeCapacity, PodLoad, Thresholds, Vector
 log = logging.getLogger(__name__)
 
 
+# The suffix of a filter reason per fallback source (by value: `Source` reads it while
+# its members are made).
+_NOTES: dict[str, str] = {
+    "nodeUsage": " (aggregate not reported yet: instant nodeUsage)",
+    "estimate-no-usage": " (NodeMetric has no nodeUsage yet: estimated from pod requests)",
+    "estimate-no-nodemetric": " (no NodeMetric: estimated from pod requests)",
+    "estimate-expired": " (NodeMetric expired: estimated from pod requests)",
+}
+
+
 class Source(enum.Enum):
     """What a node's load is read from (the filter reasons, the debug log and
     `nodeqos_extender_nodes{source}` say which).
@@ -39,23 +49,14 @@ class Source(enum.Enum):
     ESTIMATE_NO_METRIC = "estimate-no-nodemetric"  # no NodeMetric at all: Σ pod estimates
     ESTIMATE_EXPIRED = "estimate-expired"  # NodeMetric expired: Σ pod estimates
 
-    @property
-    def estimated(self) -> bool:
-        return self.value.startswith("estimate")
+    # Plain attributes, set once per member: the filter reads them for every node it
+    # refuses, and a property (or `.value`, an enum descriptor) costs a call each time.
+    estimated: bool  # judged on the pods' estimates
+    note: str  # the suffix a filter reason carries for a fallback source ("" for METRIC)
 
-    @property
-    def note(self) -> str:
-        """The suffix a filter reason carries for a fallback source ("" for METRIC)."""
-        return _NOTES[self]
-
-
-_NOTES = {
-    Source.METRIC: "",
-    Source.NODE_USAGE: " (aggregate not reported yet: instant nodeUsage)",
-    Source.ESTIMATE_NO_USAGE: " (NodeMetric has no nodeUsage yet: estimated from pod requests)",
-    Source.ESTIMATE_NO_METRIC: " (no NodeMetric: estimated from pod requests)",
-    Source.ESTIMATE_EXPIRED: " (NodeMetric expired: estimated from pod requests)",
-}
+    def __init__(self, value: str) -> None:
+        self.estimated = value.startswith("estimate")
+        self.note = _NOTES.get(value, "")
 
 
 @dataclass(slots=True)
@@ -175,9 +176,7 @@ def aggregated(node: NodeLoad, key: loads.AggKey) -> tuple[Vector, Source]:
 def fits_function(estimate: Vector) -> Callable[[tuple[float, ...]], bool]:
     """`fits(caps)`: whether every resource of `estimate` stays under its cap.
 
-    Specialised for the usual two resources (cpu, memory): the filter calls it once
-    per node, thousands of times per pod.
-    """
+    Specialised for the usual two resources (cpu, memory): no generator per call."""
     if len(estimate) == 2:
         cpu, memory = estimate
         return lambda caps: cpu < caps[0] and memory < caps[1]
@@ -190,32 +189,40 @@ def row_scorer(
     estimate: Vector,
     weights: Sequence[tuple[int, int]],
     dominant: int,
-) -> Callable[[str], int]:
-    """`score_of(name)` (0..100) from the node's score row: 0 without a fresh
-    NodeMetric, else `loads.least_used_score` of used + estimate.
-    Specialised for the usual two weighted resources and no dominant weight: this
-    runs once per node, thousands of times per pod."""
+) -> Callable[[Sequence[str]], list[int]]:
+    """`score_names(names)`: one score (0..100) per name from the nodes' score rows: 0
+    without a fresh NodeMetric, else `loads.least_used_score` of used + estimate.
+
+    Over the whole list in one loop, with no Python call per node, and specialised
+    for the usual two weighted resources and no dominant weight: this is the
+    per-node work of prioritize, thousands of nodes per pod."""
+    get = rows.get
     if dominant == 0 and len(weights) == 2:
         (i, wi), (j, wj) = weights
         ei, ej, total = estimate[i], estimate[j], wi + wj
 
-        def two(name: str) -> int:
-            row = rows.get(name)
-            if row is None or now >= row[0]:
-                return 0
-            used, allocatable = row[1], row[2]
-            ci, ai = allocatable[i], used[i] + ei
-            cj, aj = allocatable[j], used[j] + ej
-            si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
-            sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
-            return (si * wi + sj * wj) // total
+        def two(names: Sequence[str]) -> list[int]:
+            scores: list[int] = []
+            append = scores.append
+            for name in names:
+                row = get(name)
+                if row is None or now >= row[0]:
+                    append(0)
+                    continue
+                used, allocatable = row[1], row[2]
+                ci, ai = allocatable[i], used[i] + ei
+                cj, aj = allocatable[j], used[j] + ej
+                si = 0 if ci == 0 or ai > ci else (ci - ai) * 100 // ci
+                sj = 0 if cj == 0 or aj > cj else (cj - aj) * 100 // cj
+                append((si * wi + sj * wj) // total)
+            return scores
 
         return two
 
-    def general(name: str) -> int:
-        row = rows.get(name)
+    def one(name: str) -> int:
+        row = get(name)
         if row is None or now >= row[0]:
             return 0
         return loads.least_used_score(loads.add(row[1], estimate), row[2], weights, dominant)
 
-    return general
+    return lambda names: list(map(one, names))

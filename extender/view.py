@@ -302,51 +302,109 @@ class ClusterView:
             self._refresh()
             now = self._clock()
             known = self._cache(self._verdicts, (pod.estimate, pod.prod), now)
-            answers: list[str | object | None] = list(
-                map(known.get, names, itertools.repeat(_UNKNOWN))
-            )
-            if _UNKNOWN in answers:
-                judge = self._judge(pod, now)
-                for index, answer in enumerate(answers):
-                    if answer is _UNKNOWN:
-                        name = names[index]
-                        answers[index] = known[name] = judge(name)
-        if answers.count(None) == len(answers):  # the common case: every node can take it
+            judge = self._judge(pod, now)
+            if not known:  # a new estimate (a workload's first pod): judged in one pass
+                passed, failed = judge(names)
+                known.update(zip(passed, itertools.repeat(None)))
+                known.update(failed)
+            else:
+                answers = list(map(known.get, names, itertools.repeat(_UNKNOWN)))
+                if _UNKNOWN in answers:
+                    todo = [names[i] for i, answer in enumerate(answers) if answer is _UNKNOWN]
+                    fresh, refused = judge(todo)
+                    known.update(zip(fresh, itertools.repeat(None)))
+                    known.update(refused)
+                    answers = list(map(known.__getitem__, names))
+                passed = [
+                    name for name, answer in zip(names, answers, strict=True) if answer is None
+                ]
+                failed = {
+                    name: str(answer)
+                    for name, answer in zip(names, answers, strict=True)
+                    if answer is not None
+                }
+        if not failed:  # the common case: every node can take it
             if expect and len(names) == 1:
                 self.expect(pod, names)
-            return Verdict(list(names))
-        passed = [name for name, answer in zip(names, answers, strict=True) if answer is None]
-        failed = {
-            name: str(answer)
-            for name, answer in zip(names, answers, strict=True)
-            if answer is not None
-        }
+            return Verdict(passed)
         if expect and len(passed) == 1:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
 
-    def _judge(self, pod: PodLoad, now: float) -> Callable[[str], str | None]:
-        """`judge(name)`: None when `name` can take `pod`, else the reason it cannot."""
+    def _judge(
+        self, pod: PodLoad, now: float
+    ) -> Callable[[Sequence[str]], tuple[list[str], dict[str, str]]]:
+        """`judge(names)`: the names that can take `pod` (in order), and the reason for
+        each that cannot.
+
+        One loop over the names with the usual case inline (a fresh row whose caps
+        the estimate fits: one lookup and a few comparisons); anything else goes
+        through `judge_row`, which has every rule. The filter's per-node work."""
         args = self.args
         rows = self._filter_rows
         check_expiry = args.filter_expired_node_metrics
         prod, estimate = pod.prod, pod.estimate
-        fits = nodeload.fits_function(estimate)
 
-        def judge(name: str) -> str | None:
-            row = rows.get(name)
-            if row is None:  # no NodeMetric, or no Node seen: nothing to judge on
-                return None
+        fits = nodeload.fits_function(estimate)
+        nodes = self._nodes
+
+        def judge_row(
+            name: str, row: tuple[float, tuple[float, ...], bool, tuple[float, ...]]
+        ) -> str | None:
             expires, caps, has_prod, fallback = row
             expired = now >= expires and check_expiry
             if expired:
                 if not args.enable_schedule_when_node_metrics_expired:
-                    metric = self._nodes[name].metric
-                    return self._expired_reason(name, metric, now)  # type: ignore[arg-type]
+                    return self._expired_reason(name, nodes[name].metric, now)  # type: ignore[arg-type]
                 caps = fallback  # Koordinator passes it unjudged; nodeqos judges the estimates
             if not (prod and has_prod) and fits(caps):
                 return None
-            return self._over(name, self._nodes[name], pod, estimate, expired=expired)
+            return self._over(name, nodes[name], pod, estimate, expired=expired)
+
+        def judge_one(name: str) -> str | None:
+            row = rows.get(name)
+            # no row: no NodeMetric, or no Node seen: nothing to judge on
+            return None if row is None else judge_row(name, row)
+
+        if len(estimate) != 2:
+
+            def judge_any(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+                passed: list[str] = []
+                failed: dict[str, str] = {}
+                for name in names:
+                    reason = judge_one(name)
+                    if reason is None:
+                        passed.append(name)
+                    else:
+                        failed[name] = reason
+                return passed, failed
+
+            return judge_any
+        cpu, memory = estimate
+        # `fresh < expires` says "not expired" only when expiry is checked; -inf otherwise
+        fresh = now if check_expiry else -math.inf
+        get = rows.get
+
+        def judge(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+            passed: list[str] = []
+            failed: dict[str, str] = {}
+            append = passed.append
+            for name in names:
+                row = get(name)
+                if row is None or (
+                    fresh < row[0]
+                    and cpu < row[1][0]
+                    and memory < row[1][1]
+                    and not (prod and row[2])
+                ):
+                    append(name)  # nothing to judge on, or a fresh row the pod fits
+                else:
+                    reason = judge_row(name, row)
+                    if reason is None:
+                        append(name)
+                    else:
+                        failed[name] = reason
+            return passed, failed
 
         return judge
 
@@ -451,7 +509,9 @@ class ClusterView:
             now = self._clock()
             weights, dominant = self._weights, args.dominant_resource_weight
             if not prod and score_key is None:
-                score_of = nodeload.row_scorer(self._score_rows, now, estimate, weights, dominant)
+                score_names = nodeload.row_scorer(
+                    self._score_rows, now, estimate, weights, dominant
+                )
             else:
 
                 def score_of(name: str) -> int:
@@ -467,13 +527,11 @@ class ClusterView:
                     )
                     return score
 
+                def score_names(names: Sequence[str]) -> list[int]:
+                    return list(map(score_of, names))
+
             known = self._cache(self._scores, (estimate, pod.prod), now)
-            scores = list(map(known.get, names, itertools.repeat(-1)))
-            if -1 in scores:
-                for index, score in enumerate(scores):
-                    if score < 0:
-                        name = names[index]
-                        scores[index] = known[name] = score_of(name)
+            scores: list[int] = _answers(known, names, score_names, _UNKNOWN)
         return scores
 
     def _score_usage(
@@ -528,6 +586,30 @@ class ClusterView:
             extra = self._extra.get(name)
             used = node.used if extra is None else loads.add(node.used, extra[0])
             return dict(zip(self.names, used, strict=True))
+
+
+def _answers(
+    known: dict[str, Any],
+    names: Sequence[str],
+    compute: Callable[[Sequence[str]], list[Any]],
+    missing: object,
+) -> list[Any]:
+    """Per name, the cached answer, or `compute`'s for the names not cached (then cached).
+
+    A pod of a new estimate (the usual first pod of a workload) has nothing cached:
+    its answers are computed in one call and cached in one `update`, with no
+    Python-level work per node beyond `compute`'s own loop."""
+    if not known:
+        answers = compute(names)
+        known.update(zip(names, answers, strict=True))
+        return answers
+    answers = list(map(known.get, names, itertools.repeat(missing)))
+    if missing in answers:
+        todo = [i for i, answer in enumerate(answers) if answer is missing]
+        fresh = compute([names[i] for i in todo])
+        for i, answer in zip(todo, fresh, strict=True):
+            answers[i] = known[names[i]] = answer
+    return answers
 
 
 def _caps(limits: Sequence[int], allocatable: Vector, used: Vector) -> tuple[float, ...]:

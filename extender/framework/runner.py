@@ -5,7 +5,8 @@ let through (kube-scheduler stops at a node's first failing filter too); the
 refusals become `FailedNodes`. Score: each score plugin scores the names, its
 NormalizeScore (if any) brings them into [0, 100], and the weighted mean is
 rounded to the extender protocol's 0..10. With one score plugin that is a table
-lookup per node, so the framework adds no Python-level work per node.
+lookup per node (which checks the range as it goes), so the framework adds no
+Python-level work per node.
 
 Isolation (the only broad catches of the extender, besides the server's): a
 plugin that raises is logged with its name and point and counted in
@@ -49,11 +50,13 @@ log = logging.getLogger(__name__)
 
 # A tie wider than this spreads a pod so thinly that expecting it anywhere is noise.
 MAX_ASSUMED_TIES = 8
-# score 0..100 -> the extender's 0..10, rounded half up
-_TENTHS = tuple(
-    (s * MAX_EXTENDER_PRIORITY * 2 + MAX_NODE_SCORE) // (2 * MAX_NODE_SCORE)
+# score 0..100 -> the extender's 0..10, rounded half up; a dict, so that mapping a
+# plugin's scores through it also checks them (anything outside 0..100 is a KeyError)
+_TENTHS = {
+    s: (s * MAX_EXTENDER_PRIORITY * 2 + MAX_NODE_SCORE) // (2 * MAX_NODE_SCORE)
     for s in range(MAX_NODE_SCORE + 1)
-)
+}
+_OUT_OF_RANGE = f"a score outside [0, {MAX_NODE_SCORE}]"
 _UNSET = object()
 
 
@@ -198,7 +201,9 @@ class Framework:
             self._assume(cycle, passed, False)
         return passed, failed
 
-    def _scores(self, cycle: _Cycle, slot: Slot, names: Sequence[str]) -> Sequence[int] | None:
+    def _scores(
+        self, cycle: _Cycle, slot: Slot, names: Sequence[str], *, check_range: bool = True
+    ) -> Sequence[int] | None:
         try:
             state = self._state(cycle, slot, True)
             scores = slot.plugin.score(state, names)  # type: ignore[attr-defined]
@@ -212,8 +217,8 @@ class Framework:
         if len(scores) != len(names):
             self._failed(slot, "score", f"{len(scores)} scores for {len(names)} nodes")
             return None
-        if scores and not (min(scores) >= 0 and max(scores) <= MAX_NODE_SCORE):
-            self._failed(slot, "score", f"a score outside [0, {MAX_NODE_SCORE}]")
+        if check_range and scores and not (min(scores) >= 0 and max(scores) <= MAX_NODE_SCORE):
+            self._failed(slot, "score", _OUT_OF_RANGE)
             return None
         checked: Sequence[int] = scores
         return checked
@@ -222,9 +227,16 @@ class Framework:
         """(name, 0..10) per name. Raises InvalidPod for a malformed pod."""
         cycle = self._cycle(pod)
         final: list[int]
-        if len(self.scores) == 1:
-            scores = self._scores(cycle, self.scores[0], names)
-            final = [0] * len(names) if scores is None else list(map(_TENTHS.__getitem__, scores))
+        if len(self.scores) == 1:  # one pass: the mapping to 0..10 checks the range too
+            slot = self.scores[0]
+            scores = self._scores(cycle, slot, names, check_range=False)
+            try:
+                final = (
+                    [0] * len(names) if scores is None else list(map(_TENTHS.__getitem__, scores))
+                )
+            except (KeyError, TypeError):
+                self._failed(slot, "score", _OUT_OF_RANGE)
+                final = [0] * len(names)
         else:
             totals = [0] * len(names)
             weight = 0

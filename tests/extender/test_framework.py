@@ -308,6 +308,21 @@ def test_a_failing_score_plugin_leaves_the_others_to_decide(bad: object) -> None
     assert errors(metrics, "Bad", "score") == 1
 
 
+@pytest.mark.parametrize(
+    "scores",
+    [
+        pytest.param({"n1": 101, "n2": 0, "n3": 0}, id="over-100"),
+        pytest.param({"n1": -1, "n2": 0, "n3": 0}, id="negative"),
+        pytest.param({"n1": 50.5, "n2": 0, "n3": 0}, id="not-an-integer"),
+    ],
+)
+def test_a_lone_score_plugin_out_of_range_scores_every_node_zero(scores: dict[str, Any]) -> None:
+    """One score plugin: its range is checked while mapping to 0..10 (no extra pass)."""
+    fw, metrics = run([], [framework.Slot("Bad", Fixed(scores))])
+    assert fw.prioritize(POD, NAMES) == [("n1", 0), ("n2", 0), ("n3", 0)]
+    assert errors(metrics, "Bad", "score") == 1
+
+
 def test_scores_are_normalized_then_weighted_then_scaled_to_ten() -> None:
     """round((3 x normalized A + 1 x B) / 4 / 10): A halved by its normalize_score."""
     a = Halved({"n1": 200, "n2": 0, "n3": 100})
