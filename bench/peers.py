@@ -1,7 +1,10 @@
 """nodeqos-descheduler side by side with the upstream descheduler, same cluster, same run.
 
 Run with `python -m bench peers`; writes peers.json (see bench/__init__.py).
-`python -m bench.peers --small` runs only the 1,000-node cluster;
+Two profiles (`--profile`, `--help`): `requests`, described below, and `usage`,
+LowNodeUtilization on metrics-server usage (bench/_peersusage.py, its own
+cluster and control plane, recorded under `usage_profile`).
+`python -m bench peers --small` runs the requests profile at 1,000 nodes only;
 `python -m bench.peers --compare-logs bench/results/local nodes_1000_pods_30000`
 compares the decisions in the logs a run left there.
 
