@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import multiprocessing
 import socket
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -123,6 +123,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # metrics-server gave up on a scrape (broken pipe): it logs that itself
+
     # metrics-server scrapes every node at once: socketserver's backlog of 5 would drop
     # the SYNs of a 1,000-node round into 1 s retransmits
     request_queue_size = 1024
@@ -166,15 +170,33 @@ def host_ip() -> str:
     raise OSError("no non-loopback IPv4 address on this host for the metrics-server Endpoints")
 
 
+def _serve(port: int, nodes: Mapping[str, NodeUsage]) -> None:
+    _Server(port, nodes).serve_forever()
+
+
 @contextlib.contextmanager
-def serving(nodes: Mapping[str, NodeUsage], port: int | None = None) -> Iterator[int]:
-    """Serve `nodes` on 127.0.0.1 (a free port unless given) in a thread; yields the port."""
-    server = _Server(port or controlplane.free_port(), nodes)
-    thread = threading.Thread(target=server.serve_forever, name="resourcemetrics", daemon=True)
-    thread.start()
+def serving(
+    nodes: Mapping[str, NodeUsage], port: int | None = None, *, timeout: float = 60.0
+) -> Iterator[int]:
+    """Serve `nodes` on 127.0.0.1 (a free port unless given) in a process of its own, so
+    a busy caller (the benchmark reading a descheduler's log) cannot starve its answers
+    past metrics-server's 10 s kubelet timeout; yields the port."""
+    port = port or controlplane.free_port()
+    process = multiprocessing.get_context("spawn").Process(
+        target=_serve, args=(port, dict(nodes)), name="resourcemetrics", daemon=True
+    )
+    process.start()
     try:
-        yield server.server_address[1]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if not process.is_alive() or time.monotonic() > deadline:
+                    raise OSError(f"the resource-metrics server never listened on {port}") from None
+                time.sleep(0.2)
+        yield port
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+        process.terminate()
+        process.join(10)
