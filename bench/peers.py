@@ -1,7 +1,10 @@
 """nodeqos-descheduler side by side with the upstream descheduler, same cluster, same run.
 
 Run with `python -m bench peers`; writes peers.json (see bench/__init__.py).
-`python -m bench.peers --small` runs only the 1,000-node cluster;
+Two profiles (`--profile`, `--help`): `requests`, described below, and `usage`,
+LowNodeUtilization on metrics-server usage (bench/_peersusage.py, its own
+cluster and control plane, recorded under `usage_profile`).
+`python -m bench peers --small` runs the requests profile at 1,000 nodes only;
 `python -m bench.peers --compare-logs bench/results/local nodes_1000_pods_30000`
 compares the decisions in the logs a run left there.
 
@@ -35,6 +38,7 @@ with nodeFit off, the eviction caps lifted), run in dry-run mode one after the o
 
 from __future__ import annotations
 
+import argparse
 import collections
 import concurrent.futures
 import dataclasses
@@ -54,7 +58,7 @@ from typing import Any
 
 import psutil
 
-from bench import lownodeload, write_results
+from bench import lownodeload, previous_results, write_results
 from kube import rest
 from testbed import controlplane
 
@@ -157,11 +161,16 @@ def parse_nodeqos(line: str) -> Eviction | CycleEnd | None:
 Decisions = dict[str, dict[str, str]]  # plugin -> {pod: node}
 
 
-def compare(nodeqos: Decisions, upstream: Decisions, examples: int = 5) -> dict[str, Any]:
+def compare(
+    nodeqos: Decisions,
+    upstream: Decisions,
+    examples: int = 5,
+    plugins: Iterable[str] = PLUGINS,
+) -> dict[str, Any]:
     """Per plugin: how many each would evict, the pods only one of them picks, and
     whether they take as many pods from every node (the same choice up to ties)."""
     out: dict[str, Any] = {}
-    for plugin in sorted(set(nodeqos) | set(upstream) | set(PLUGINS)):
+    for plugin in sorted(set(nodeqos) | set(upstream) | set(plugins)):
         our_pods, their_pods = nodeqos.get(plugin, {}), upstream.get(plugin, {})
         ours, theirs = set(our_pods), set(their_pods)
         out[plugin] = {
@@ -175,6 +184,7 @@ def compare(nodeqos: Decisions, upstream: Decisions, examples: int = 5) -> dict[
             "same": ours == theirs,
             "same_count_per_node": collections.Counter(our_pods.values())
             == collections.Counter(their_pods.values()),
+            "same_source_nodes": set(our_pods.values()) == set(their_pods.values()),
         }
     return out
 
@@ -310,7 +320,9 @@ def measure(command: list[str], parse: Any, log_path: Path) -> Measured:
     return Measured(ends[0], ends, cpu, peak, cycles)
 
 
-def upstream_command(binary: Path, kubeconfig: Path, policy: Path, workdir: Path) -> list[str]:
+def upstream_command(
+    binary: Path, kubeconfig: Path, policy: Path, workdir: Path, extra: Iterable[str] = ()
+) -> list[str]:
     return [
         str(binary),
         f"--policy-config-file={policy}",
@@ -321,6 +333,7 @@ def upstream_command(binary: Path, kubeconfig: Path, policy: Path, workdir: Path
         "--bind-address=127.0.0.1",
         f"--secure-port={controlplane.free_port()}",
         f"--cert-dir={workdir / 'upstream-certs'}",
+        *extra,
     ]
 
 
@@ -383,15 +396,26 @@ def grow(client: rest.Rest, start: int, nodes: int) -> dict[str, Any]:
     return {"objects": count, "seconds": round(seconds, 1), "tainted_nodes": tainted}
 
 
-def side_by_side(binary: Path, kubeconfig: Path, workdir: Path, label: str) -> dict[str, Any]:
+def side_by_side(
+    binary: Path,
+    kubeconfig: Path,
+    workdir: Path,
+    label: str,
+    *,
+    policy: dict[str, Any] = POLICY,
+    plugins: Iterable[str] = PLUGINS,
+    upstream_args: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Upstream, then nodeqos, on `policy` against the cluster at `kubeconfig`; both summaries,
+    their ratios and the last cycles' decisions compared."""
     upstream_policy = workdir / "upstream-policy.yaml"
-    upstream_policy.write_text(json.dumps(POLICY, indent=1))
+    upstream_policy.write_text(json.dumps(policy, indent=1))
     nodeqos_policy = workdir / "nodeqos-policy.yaml"
-    nodeqos_policy.write_text(json.dumps({**POLICY, "deschedulingInterval": INTERVAL}, indent=1))
+    nodeqos_policy.write_text(json.dumps({**policy, "deschedulingInterval": INTERVAL}, indent=1))
     runs = {}
     print(f"{label}: upstream descheduler ...", flush=True)
     runs["upstream"] = measure(
-        upstream_command(binary, kubeconfig, upstream_policy, workdir),
+        upstream_command(binary, kubeconfig, upstream_policy, workdir, upstream_args),
         parse_upstream,
         workdir / f"upstream-{label}.log",
     )
@@ -420,7 +444,9 @@ def side_by_side(binary: Path, kubeconfig: Path, workdir: Path, label: str) -> d
         "nodeqos": ours,
         "upstream": theirs,
         "ratios_nodeqos_over_upstream": ratios,
-        "decisions": compare(runs["nodeqos"].decisions, runs["upstream"].decisions),
+        "decisions": compare(
+            runs["nodeqos"].decisions, runs["upstream"].decisions, plugins=plugins
+        ),
     }
 
 
@@ -436,9 +462,66 @@ TARGETS = {
 }
 
 
-def main() -> int:
-    small_only = "--small" in sys.argv[1:]
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench peers",
+        description="nodeqos-descheduler beside upstream descheduler v0.36, same cluster, same run.",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        choices=("requests", "usage"),
+        help="requests: bench/peers.py POLICY at 1,000 then 5,000 nodes (about 15 min); usage: "
+        "LowNodeUtilization on metrics-server usage (bench/_peersusage.py) at --usage-nodes "
+        "(about 5 min at 1,000). Repeatable; default both. A run of one keeps the other's "
+        "last published results in peers.json.",
+    )
+    parser.add_argument(
+        "--small", action="store_true", help="the requests profile at 1,000 nodes only"
+    )
+    parser.add_argument(
+        "--usage-nodes",
+        type=int,
+        default=lownodeload.SMALL[0],
+        help=f"nodes of the usage profile's cluster, 30 pods each (default {lownodeload.SMALL[0]})",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args([] if argv is None else argv)
+    profiles = set(args.profile or ("requests", "usage"))
     binary = built_peer("descheduler")
+    results: dict[str, Any] = {}
+    status = 0
+    if "requests" not in profiles:
+        # keep the requests profile's last published numbers beside the new usage ones
+        previous = dict(previous_results("peers") or {})
+        for key in ("benchmark", "machine", "usage_profile"):
+            previous.pop(key, None)
+        if "recorded_at" in previous:
+            previous["requests_profile_recorded_at"] = previous.pop("recorded_at")
+        results.update(previous)
+    else:
+        results.update(run_requests(binary, small_only=args.small))
+        failed = [k for k, v in results["targets_at_largest"].items() if not v["pass"]]
+        for key in failed:
+            print(f"target missed: {key}: {results['targets_at_largest'][key]}", flush=True)
+        status = 1 if failed else 0
+    if "usage" in profiles:
+        from bench import _peersusage
+
+        logs = REPO / "bench" / "results" / "local"
+        usage = _peersusage.run(binary, args.usage_nodes, logs)
+        usage["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        results["usage_profile"] = usage
+    path = write_results("peers", results)
+    print(f"{'FAIL' if status else 'PASS'}: {path}", flush=True)
+    return status
+
+
+def run_requests(binary: Path, *, small_only: bool) -> dict[str, Any]:
+    """The requests profile (POLICY) at 1,000 and then 5,000 nodes in one control plane."""
     results: dict[str, Any] = {
         "upstream": version(binary),
         "policy": POLICY,
@@ -483,16 +566,11 @@ def main() -> int:
         for key, limit in TARGETS.items()
     }
     results["targets_at_largest"] = targets
-    path = write_results("peers", results)
-    failed = [key for key, verdict in targets.items() if not verdict["pass"]]
-    for key in failed:
-        print(f"target missed: {key}: {targets[key]}", flush=True)
-    print(f"{'FAIL' if failed else 'PASS'}: {path}", flush=True)
-    return 1 if failed else 0
+    return results
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--compare-logs"]:
         print(json.dumps(compare_logs(Path(sys.argv[2]), sys.argv[3]), indent=1))
     else:
-        sys.exit(main())
+        sys.exit(main(sys.argv[1:]))

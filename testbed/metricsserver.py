@@ -147,8 +147,12 @@ def running(
     workdir: Path,
     resolution: str = "15s",  # must exceed --kubelet-request-timeout (10s)
     timeout: float = 120.0,
+    kubelet_args: Sequence[str] = ("--kubelet-insecure-tls",),
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """metrics-server serving `metrics.k8s.io` for `nodes` (waits until it lists them all)."""
+    """metrics-server serving `metrics.k8s.io` for `nodes` (waits until it lists them all).
+
+    `kubelet_args`: how it talks to the kubelets (testbed.resourcemetrics.KUBELET_ARGS
+    for that module's stand-in)."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = controlplane.free_port()
     log_path = workdir / "metrics-server.log"
@@ -159,7 +163,7 @@ def running(
         f"--kubeconfig={plane.kubeconfig}",
         f"--authentication-kubeconfig={plane.kubeconfig}",
         f"--authorization-kubeconfig={plane.kubeconfig}",
-        "--kubelet-insecure-tls",
+        *kubelet_args,
         "--kubelet-use-node-status-port",
         "--kubelet-preferred-address-types=InternalIP",
         f"--metric-resolution={resolution}",

@@ -79,10 +79,21 @@ def test_compare_counts_and_names_the_differences() -> None:
         "only_upstream_examples": ["a/3"],
         "same": False,
         "same_count_per_node": True,  # a tie broken the other way on n2
+        "same_source_nodes": True,
     }
     assert result["LowNodeUtilization"]["only_nodeqos"] == 1
     assert result["LowNodeUtilization"]["same_count_per_node"] is False
+    assert result["LowNodeUtilization"]["same_source_nodes"] is False
     assert result["RemoveDuplicates"]["same"] is True  # every plugin of the profile is listed
+
+
+def test_compare_lists_the_plugins_of_the_profile_asked_for() -> None:
+    """The usage profile's comparison lists its one plugin, not the requests profile's four."""
+    result = peers.compare(
+        {}, {"LowNodeUtilization": {"b/1": "n1"}}, plugins=("LowNodeUtilization",)
+    )
+    assert list(result) == ["LowNodeUtilization"]
+    assert result["LowNodeUtilization"]["same_source_nodes"] is False
 
 
 def test_first_complete_cycle_ignores_tie_breaks() -> None:

@@ -172,6 +172,16 @@ VALUES: dict[str, Any] = {
         "profiles": [PROFILE],
         "rbac": {"migration": True, "deletePods": True},
         "extraArgs": ["--eviction-backend=delete"],
+        "metricsProviders": [
+            {"source": "KubernetesMetrics"},
+            {
+                "source": "Prometheus",
+                "prometheus": {
+                    "url": "https://prometheus.monitoring:9090",
+                    "authToken": {"secretReference": {"namespace": "monitoring", "name": "tok"}},
+                },
+            },
+        ],
     },
     "schedulerExtender": {"replicas": 3, "args": {"usageThresholds": {"cpu": 50}}},
 }
@@ -188,8 +198,8 @@ def container(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_values_change_the_render() -> None:
-    """Image, feature gates, agent host paths, profiles, opt-in RBAC and the extender's args
-    come from values, in forms the components themselves accept."""
+    """Image, feature gates, agent host paths, profiles, metricsProviders (with the token
+    Secret's Role), opt-in RBAC and the extender's args come from values, in forms the components themselves accept."""
     docs = by_kind_name(helmchart.template(VALUES))
     workloads = [d for d in docs.values() if d["kind"] in ("DaemonSet", "Deployment")]
     assert len(workloads) == 4
@@ -223,6 +233,14 @@ def test_values_change_the_render() -> None:
     assert container(deschedulers)["args"][1:] == ["--eviction-backend=delete"]
     assert ("ClusterRole", "nodeqos-descheduler-migration") in docs
     assert ("ClusterRoleBinding", "nodeqos-descheduler-delete-pods") in docs
+    assert [str(p.source) for p in loaded.metrics_providers] == ["KubernetesMetrics", "Prometheus"]
+    token_role = docs["Role", "nodeqos-descheduler-prometheus-token"]
+    assert token_role["metadata"]["namespace"] == "monitoring"
+    assert token_role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tok"], "verbs": ["get"]}
+    ]
+    binding = docs["RoleBinding", "nodeqos-descheduler-prometheus-token"]
+    assert binding["subjects"][0]["namespace"] == NAMESPACE
 
     extender = docs["ConfigMap", "nodeqos-scheduler-extender-config"]["data"]["loadaware.yaml"]
     assert extender_args.decode_args(yaml.safe_load(extender)).usage_thresholds == {
@@ -287,6 +305,9 @@ def test_every_value_renders_objects_the_api_server_accepts(
     """The render with every value set passes server-side dry-run, object by object."""
     docs = helmchart.template(VALUES, namespace=namespace)
     assert {d["kind"] for d in docs} <= set(localcluster.MANIFEST_KINDS)
+    # the Prometheus token Secret's namespace (VALUES' metricsProviders)
+    localcluster.apply(kube, {"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": "monitoring"}})  # fmt: skip
     for doc in docs:
         localcluster.apply(kube, doc, dry_run=True)
 

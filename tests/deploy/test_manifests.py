@@ -170,6 +170,11 @@ DESCHEDULER = "system:serviceaccount:nodeqos-system:nodeqos-descheduler"
         pytest.param(
             "list", "nodemetrics", "slo.koordinator.sh", "", "", True, id="list-nodemetrics"
         ),
+        pytest.param("list", "nodes", "metrics.k8s.io", "", "", True, id="list-node-metrics"),
+        pytest.param("get", "pods", "metrics.k8s.io", "", "default", True, id="get-pod-metrics"),
+        pytest.param(
+            "create", "pods", "metrics.k8s.io", "", "default", False, id="no-metrics-writes"
+        ),
         pytest.param("create", "events", "", "", "default", True, id="record-events"),
         pytest.param(
             "update", "leases", "coordination.k8s.io", "", "nodeqos-system", True, id="update-lease"

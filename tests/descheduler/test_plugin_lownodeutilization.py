@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from descheduler import usagesources
 from descheduler.framework import CycleReport, Reason
 from descheduler.plugins.lownodeutilization import classify, order
-from kube import objects, slo
+from descheduler.usagesources.metricsserver import MetricsServerReadings
+from kube import objects, rest, slo
 from kube.classify import KubeQOS
 from tests import builders
 from tests.descheduler import fakes
@@ -264,6 +266,30 @@ def test_metrics_utilization_without_a_reachable_source_moves_nothing() -> None:
             " no node is judged this cycle",
         )
     ]
+
+
+class _TimingOutMetricsServer:
+    """A metrics-server reader whose read times out, as kube.rest reports it."""
+
+    def read(self) -> MetricsServerReadings:
+        raise rest.ApiUnavailable("GET /apis/metrics.k8s.io/v1beta1/nodes: Read timed out")
+
+
+def test_metrics_server_timing_out_is_noted_not_a_plugin_error() -> None:
+    """A metrics API read that times out (seen in the peers benchmark) moves nothing and is
+    one metrics_expired note; the plugin does not fail."""
+    report = fakes.run_plugin(
+        NAME,
+        {**D7_ARGS, "metricsUtilization": {"source": "KubernetesMetrics"}},
+        d7_pods(),
+        point="balance",
+        nodes=fakes.nodes("a", "b", "c"),
+        sources=usagesources.Sources(metrics_server=_TimingOutMetricsServer()),
+    )
+    assert report.evicted_pods == []
+    assert report.failures == ()
+    assert [reason for reason, _ in notes(report)] == ["metrics_expired"]
+    assert "Read timed out" in notes(report)[0][1]
 
 
 # -- useNodeMetrics ------------------------------------------------------------------------

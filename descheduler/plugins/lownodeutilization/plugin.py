@@ -97,7 +97,12 @@ class LowNodeUtilization:
                     raise usagesources.SourceUnavailable("no Prometheus source (offline)")
                 usage = sources.prometheus.node_usage(metrics.prometheus.query)
                 return PrometheusUsage(snapshot, usage)
-        except (rest.ApiError, promsource.QueryError, usagesources.SourceUnavailable) as err:
+        except (
+            rest.ApiError,
+            rest.ApiUnavailable,  # metrics-server slow or gone: the aggregator's read times out
+            promsource.QueryError,
+            usagesources.SourceUnavailable,
+        ) as err:
             log.warning("%s: cannot read %s: %s", NAME, self.source, err)
             self._note(
                 Reason.METRICS_EXPIRED,

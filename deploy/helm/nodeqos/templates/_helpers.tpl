@@ -29,7 +29,7 @@ apiVersion: descheduler/v1alpha2
 kind: DeschedulerConfiguration
 deschedulingInterval: {{ $d.deschedulingInterval }}
 dryRun: {{ $d.dryRun }}
-{{- range $key := list "nodeSelector" "maxNoOfPodsToEvictPerNode" "maxNoOfPodsToEvictPerNamespace" "maxNoOfPodsToEvictTotal" }}
+{{- range $key := list "nodeSelector" "maxNoOfPodsToEvictPerNode" "maxNoOfPodsToEvictPerNamespace" "maxNoOfPodsToEvictTotal" "metricsProviders" }}
 {{- if hasKey $d $key }}
 {{ $key }}: {{ get $d $key | toJson }}
 {{- end }}
