@@ -35,7 +35,7 @@ from typing import Any
 
 import psutil
 
-from bench import write_results
+from bench import LOCAL_RESULTS_DIR, write_results
 from kube import rest
 from testbed import controlplane, localcluster
 
@@ -155,8 +155,13 @@ def running_manager(
                 child.kill()
                 child.wait()
             log.seek(0)
-            tail = log.read().decode(errors="replace").splitlines()[-5:]
-            print("manager log tail:\n  " + "\n  ".join(tail), flush=True)
+            lines = log.read().decode(errors="replace").splitlines()
+            LOCAL_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+            kept = LOCAL_RESULTS_DIR / f"{namespace}-manager.log"
+            kept.write_text("\n".join(lines) + "\n")
+            full = sum("Connection pool is full" in line for line in lines)
+            print(f"manager log: {kept} ({full} 'Connection pool is full' warnings); tail:")
+            print("  " + "\n  ".join(lines[-5:]), flush=True)
 
 
 def measure(

@@ -32,10 +32,11 @@ DEFAULT_ADDRESS = "0.0.0.0:10259"
 WATCHES = 12
 """Watch connections the daemon holds open: four informers each in the reconciler,
 the Batch controller and the profile controller (tests/manager check the count)."""
-POOL_SIZE = WATCHES + batchresource.WORKERS + 4
-"""Connections kept to the API server: every watch, every Batch worker's patch, and
-the reconciler, leader election and Events beside them. A smaller pool makes
-urllib3 open and discard extra connections ("Connection pool is full") under load."""
+POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
+"""Connections kept to the API server: every watch, every Batch worker's patch, every
+reconciler writer, and leader election, Events and the profile controller beside
+them. A smaller pool makes urllib3 open and discard extra connections ("Connection
+pool is full", seen with 16 and with 22) under load."""
 _ADDRESS = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d+)")
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
 
 from kube import rest
-from manager import batchresource, cli, daemon
+from manager import batchresource, cli, daemon, reconcile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "manager"
 
@@ -75,7 +75,7 @@ def test_render_lists_every_configmap_problem(tmp_path: Path) -> None:
 
 
 def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
-    """POOL_SIZE covers the daemon's informers (one watch each) plus the Batch workers."""
+    """POOL_SIZE covers the daemon's informers (one watch each) plus every writer thread."""
     config = kubernetes.client.Configuration()
     config.host = "https://127.0.0.1:1"  # never dialled: nothing is started
     client = rest.Rest(kubernetes.client.ApiClient(config))
@@ -86,4 +86,4 @@ def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
         *built.profiles.informers(),
     ]
     assert len(watches) == daemon.WATCHES
-    assert daemon.POOL_SIZE > daemon.WATCHES + batchresource.WORKERS
+    assert daemon.POOL_SIZE > daemon.WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS
