@@ -341,7 +341,7 @@ def targets_met(result: dict[str, Any]) -> bool:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench colocation", description=__doc__.split("\n")[0]
+        prog="python -m bench colocation", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument("--nodes", type=int, default=5_000, help="nodes (default 5000)")
     parser.add_argument(
