@@ -14,7 +14,8 @@ with a Warning Event on the Node when the node starts degrading. A periodic
 resync marks every node dirty so degradation and the update interval apply
 without events. With colocation disabled (or the key absent) nothing is written.
 
-Dirty nodes wait in a `kube.workqueue.KeyedQueue` served by `WORKERS` threads:
+Dirty nodes wait in a `kube.workqueue.KeyedQueue` served by `WORKERS` threads (a
+resync queues every node behind the events):
 at 5,000 nodes reporting every 60 s (83 NodeMetric events a second) one serial
 patcher spends most of its time waiting on the API server's answer, so the
 p99 event -> patch latency grows with the queue (bench/colocation.py). The
@@ -45,7 +46,7 @@ log = logging.getLogger("manager.batchresource")
 COLOCATION_KEY = "colocation-config"
 DEGRADED_REASON = "BatchResourceDegraded"
 _BY_NODE = "node"
-WORKERS = 6
+WORKERS = 8
 """Threads patching Node status at once (the daemon sizes its connection pool for them)."""
 
 
@@ -113,7 +114,7 @@ class BatchController:
         self._lock = threading.Lock()
         self._config_lock = threading.Lock()
         self._queue = workqueue.KeyedQueue()  # node -> monotonic time of the first event
-        self._retry: dict[str, float] = {}  # failed patches, queued again on the next tick
+        self._retry: dict[str, float | None] = {}  # failed patches, queued on the next tick
         self._active = threading.Event()  # synced and leading: workers may take nodes
         self._wake = threading.Event()
         self._last_update: dict[str, datetime] = {}
@@ -161,9 +162,10 @@ class BatchController:
             self._queue.add(node, time.monotonic())
 
     def mark_all(self) -> None:
-        now = time.monotonic()
+        """Queue every node behind the events (resync, config edit, new leader); these
+        syncs observe no latency: no event is waiting on them."""
         for key in list(self.nodes.keys()):
-            self._queue.add(key, now)
+            self._queue.add_background(key)
         self._wake.set()
 
     def _all_event(self, _kind: str, _old: object, _new: object) -> None:
@@ -274,7 +276,7 @@ class BatchController:
             log.warning("patch node %s status (batch resources) failed: %s", name, err)
             self._metrics.write_errors.labels("node-status", "patch").inc()
             with self._lock:
-                self._retry.setdefault(name, time.monotonic() if since is None else since)
+                self._retry.setdefault(name, since)
             return False
         finally:
             self._metrics.writes.labels("node-status", "patch").inc()
@@ -307,7 +309,7 @@ class BatchController:
             with contextlib.suppress(KeyError):
                 self._metrics.batch_allocatable.remove(name, resource)
 
-    def _sync_held(self, name: str, since: float) -> bool:
+    def _sync_held(self, name: str, since: float | None) -> bool:
         try:
             return self.sync_node(name, since)
         except Exception:  # one malformed node never stops the others
@@ -331,7 +333,10 @@ class BatchController:
         with self._lock:
             failed, self._retry = self._retry, {}
         for name, since in failed.items():
-            self._queue.add(name, since)
+            if since is None:
+                self._queue.add_background(name)
+            else:
+                self._queue.add(name, since)
 
     # -- the loop ----------------------------------------------------------------
 

@@ -108,3 +108,41 @@ def test_parallel_workers_keep_one_per_key_and_end_on_the_latest_state() -> None
     assert drained, "the workers did not drain the queue in 30 s"
     assert not overlaps
     assert seen == dict(version)
+
+
+def test_events_are_served_before_background_marks() -> None:
+    """A resync's background marks wait behind every event, whatever the order of adds."""
+    queue = workqueue.KeyedQueue()
+    queue.add_background("a")
+    queue.add_background("b")
+    queue.add("c", 1.0)
+    taken = [queue.get(timeout=0) for _ in range(3)]
+    assert taken == [("c", 1.0), ("a", None), ("b", None)]
+
+
+def test_an_event_moves_a_background_key_up_with_its_time() -> None:
+    """An add of a key waiting in the background serves it among the events, timed."""
+    queue = workqueue.KeyedQueue()
+    queue.add_background("a")
+    queue.add_background("b")
+    queue.add("b", 2.0)
+    queue.add_background("b")  # a later resync changes nothing
+    assert queue.get(timeout=0) == ("b", 2.0)
+    assert queue.get(timeout=0) == ("a", None)
+    assert len(queue) == 0
+
+
+def test_a_held_key_marked_in_the_background_comes_back_in_the_background() -> None:
+    """Held, then a resync mark: back in the background lane; an event meanwhile wins."""
+    queue = workqueue.KeyedQueue()
+    queue.add("a", 1.0)
+    queue.add("b", 1.0)
+    queue.get(timeout=0)
+    queue.get(timeout=0)
+    queue.add_background("a")
+    queue.add_background("b")
+    queue.add("b", 3.0)
+    queue.done("a")
+    queue.done("b")
+    assert queue.get(timeout=0) == ("b", 3.0)
+    assert queue.get(timeout=0) == ("a", None)
