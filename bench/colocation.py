@@ -184,14 +184,18 @@ def histogram(text: str, name: str) -> list[tuple[float, float]]:
     return sorted(found)
 
 
-def quantile(buckets: list[tuple[float, float]], q: float) -> float | None:
+def quantile(buckets: list[tuple[float, float]], q: float) -> float | str | None:
+    """The bucket bound holding quantile `q`; "> B" past the largest finite bound B
+    (strict JSON has no Infinity); None without observations."""
     total = buckets[-1][1] if buckets else 0.0
     if total <= 0:
         return None
     for bound, count in buckets:
         if count >= q * total:
+            if bound == float("inf"):
+                return f"> {max(b for b, _ in buckets if b != float('inf')):g}"
             return bound
-    return float("inf")
+    return None
 
 
 def exact_quantile(values: list[float], q: float) -> float | None:
@@ -332,7 +336,7 @@ def targets_met(result: dict[str, Any]) -> bool:
         worst.get("end_to_end_latency_p99_seconds"),
     ]
     return (
-        all(p is not None and p <= TARGET_P99 for p in p99s)
+        all(isinstance(p, float) and p <= TARGET_P99 for p in p99s)
         and max(worst["manager_cpu_cores"], steady["manager_cpu_cores"]) <= TARGET_CORES
         and max(worst["peak_rss_bytes"], steady["peak_rss_bytes"]) <= TARGET_RSS_BYTES
         and steady["node_status_writes_per_minute"] <= result["steady_writes_bound_per_minute"]
