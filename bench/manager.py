@@ -20,6 +20,7 @@ with a cluster strategy and two node strategies exist before it starts.
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import contextlib
 import json
@@ -35,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from bench import write_results
+from bench import LOCAL_RESULTS_DIR, write_results
 from kube import rest
 from testbed import controlplane, localcluster
 
@@ -155,8 +156,13 @@ def running_manager(
                 child.kill()
                 child.wait()
             log.seek(0)
-            tail = log.read().decode(errors="replace").splitlines()[-5:]
-            print("manager log tail:\n  " + "\n  ".join(tail), flush=True)
+            lines = log.read().decode(errors="replace").splitlines()
+            LOCAL_RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+            kept = LOCAL_RESULTS_DIR / f"{namespace}-manager.log"
+            kept.write_text("\n".join(lines) + "\n")
+            full = sum("Connection pool is full" in line for line in lines)
+            print(f"manager log: {kept} ({full} 'Connection pool is full' warnings); tail:")
+            print("  " + "\n  ".join(lines[-5:]), flush=True)
 
 
 def measure(
@@ -257,18 +263,23 @@ def measure(
     }
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench manager", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--nodes", type=int, default=5_000, help="nodes (default 5000)")
+    parser.add_argument(
+        "--steady-seconds", type=float, default=60.0, help="steady-state window (default 60)"
+    )
+    args = parser.parse_args(argv)
+    if args.nodes < 1 or args.steady_seconds <= 0:
+        parser.error("--nodes and --steady-seconds must be > 0")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = list(argv if argv is not None else sys.argv[1:])
-    count, steady = 5_000, 60.0
-    while args:
-        flag = args.pop(0)
-        if flag == "--nodes" and args:
-            count = int(args.pop(0))
-        elif flag == "--steady-seconds" and args:
-            steady = float(args.pop(0))
-        else:
-            print(f"unknown option {flag}; use --nodes N --steady-seconds S", file=sys.stderr)
-            return 2
+    args = parse(list(argv) if argv is not None else [])
+    count, steady = args.nodes, args.steady_seconds
     result = run(count, steady)
     ok = (
         result["steady_writes_per_minute"] <= TARGET_STEADY_WRITES
@@ -279,4 +290,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -33,6 +33,14 @@ from manager.telemetry import Metrics
 log = logging.getLogger("manager")
 
 DEFAULT_ADDRESS = "0.0.0.0:10259"
+WATCHES = 12
+"""Watch connections the daemon holds open: four informers each in the reconciler,
+the Batch controller and the profile controller (tests/manager check the count)."""
+POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
+"""Connections kept to the API server: every watch, every Batch worker's patch, every
+reconciler writer, and leader election, Events and the profile controller beside
+them. A smaller pool makes urllib3 open and discard extra connections ("Connection
+pool is full", seen with 16 and with 22) under load."""
 _ADDRESS = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d+)")
 
 
@@ -342,9 +350,8 @@ def build(options: Options, registry: CollectorRegistry, client: rest.Rest | Non
     problems = options.validate()
     if client is None and not problems:
         try:
-            # four informers hold a watch connection each, beside the writes
             client = rest.Rest.from_kubeconfig(
-                options.kubeconfig, qps=options.qps, burst=options.burst, pool_size=16
+                options.kubeconfig, qps=options.qps, burst=options.burst, pool_size=POOL_SIZE
             )
         except Exception as err:  # the kubernetes package reports a bad kubeconfig many ways
             problems.append(f"--kubeconfig: cannot build a client: {err}")

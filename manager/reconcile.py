@@ -31,6 +31,8 @@ from manager import render, sloconfig, views
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager.reconcile")
+WRITE_WORKERS = 8
+"""Threads sending one pass's NodeSLO/NodeMetric writes (the daemon's pool holds them)."""
 
 CONFIG_ERROR_REASON = "SLOConfigInvalid"
 
@@ -49,7 +51,7 @@ class Reconciler:
         resync_seconds: float = 300.0,
         manage_nodemetrics: bool = True,
         node_selector: str | None = None,
-        write_workers: int = 8,
+        write_workers: int = WRITE_WORKERS,
     ) -> None:
         self._client = client
         self._metrics = metrics

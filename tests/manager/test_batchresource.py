@@ -126,13 +126,17 @@ def running(kube: rest.Rest, namespace: str) -> Iterator[tuple[Any, ...]]:
                 kube.delete(path)
 
 
-def _put_metric(kube: rest.Rest, name: str, updated: datetime) -> None:
-    body = make_nodemetric_dict(name, system_cpu=500, node_memory=2 * GI, update_time=updated)
+def _put_metric(kube: rest.Rest, name: str, updated: datetime, system_cpu: int = 500) -> str:
+    """Create or update the node's NodeMetric; the resourceVersion written."""
+    body = make_nodemetric_dict(
+        name, system_cpu=system_cpu, node_memory=2 * GI, update_time=updated
+    )
     try:
         current = kube.get(f"{NODEMETRICS}/{name}")
     except rest.ApiError:
         current = kube.create(NODEMETRICS, {k: v for k, v in body.items() if k != "status"})
-    kube.replace(f"{NODEMETRICS}/{name}/status", {**current, "status": body["status"]})
+    written = kube.replace(f"{NODEMETRICS}/{name}/status", {**current, "status": body["status"]})
+    return str(written["metadata"]["resourceVersion"])
 
 
 @pytest.mark.controlplane
@@ -174,3 +178,97 @@ def test_controller_patches_batch_resources_and_keeps_kubelet_fields(
 
     eventually(degraded_event, "the BatchResourceDegraded event")
     assert objects.Node.from_api(kube.get(f"/api/v1/nodes/{name}")).allocatable["cpu"] == 4000
+
+
+class GatedRest(rest.Rest):
+    """The real client, whose Node status patches wait at a gate and are recorded."""
+
+    def __init__(self, kube: rest.Rest) -> None:
+        super().__init__(kube.client, qps=0, pool_size=20)
+        self.gate = threading.Event()
+        self.lock = threading.Lock()
+        self.in_flight: dict[str, int] = {}
+        self.most_in_flight = 0
+        self.sent: list[tuple[str, str]] = []  # (path, batch-cpu) in the order sent
+
+    def patch(self, path: str, body: Any, content_type: str = rest.MERGE_PATCH) -> Any:
+        if not path.startswith("/api/v1/nodes/"):
+            return super().patch(path, body, content_type)
+        with self.lock:
+            self.in_flight[path] = self.in_flight.get(path, 0) + 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight[path])
+            self.sent.append((path, body["status"]["allocatable"][batch.BATCH_CPU]))
+        try:
+            assert self.gate.wait(30), "the test never opened the gate"
+            return super().patch(path, body, content_type)
+        finally:
+            with self.lock:
+                self.in_flight[path] -= 1
+
+
+@pytest.mark.controlplane
+def test_one_patch_per_node_in_flight_and_the_latest_state_wins(
+    kube: rest.Rest, namespace: str
+) -> None:
+    """While a node's patch hangs (batch 0: no NodeMetric yet), three NodeMetric updates
+    start no second patch of it; once it returns, one patch carries the last update."""
+    tag = uuid.uuid4().hex[:8]
+    name = f"batchq-{tag}"
+    localcluster.register_node(kube, name, cpu="4", memory="16Gi", labels={"nodeqos-test": tag})
+    kube.create(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {
+            "metadata": {"name": "slo-controller-config"},
+            "data": {"colocation-config": json.dumps({"enable": True})},
+        },
+    )
+    gated = GatedRest(kube)
+    controller = batchresource.BatchController(
+        gated,
+        Metrics(CollectorRegistry()),
+        None,
+        namespace=namespace,
+        name="slo-controller-config",
+        node_selector=f"nodeqos-test={tag}",
+        workers=6,
+    )
+    stop = threading.Event()
+    controller.start()
+    loop = threading.Thread(target=controller.run, args=(stop, lambda: True), daemon=True)
+    loop.start()
+    path = f"/api/v1/nodes/{name}/status"
+    try:
+        eventually(lambda: gated.in_flight.get(path) == 1, "the first patch to hang")
+        now = datetime.now(UTC).replace(microsecond=0)
+        _put_metric(kube, name, now, system_cpu=500)
+        _put_metric(kube, name, now, system_cpu=1000)
+        last = _put_metric(kube, name, now, system_cpu=1500)
+
+        def seen_last() -> bool:
+            metric = controller.nodemetrics.get(name)
+            return metric is not None and metric.metadata.resource_version == last
+
+        eventually(seen_last, "the controller to see the last NodeMetric update")
+        controller.mark_all()  # a resync as well: still no second patch while one hangs
+        assert gated.sent == [(path, "0")]
+        gated.gate.set()
+
+        def batch_cpu() -> str | None:
+            found = kube.get(f"/api/v1/nodes/{name}")["status"]["allocatable"]
+            return found.get(batch.BATCH_CPU)  # type: ignore[no-any-return]
+
+        eventually(lambda: batch_cpu() == "900", "batch-cpu of the last update (900)")
+        # The last state only: 1900 and 1400 are never sent. A second 900 may follow when
+        # the Node watch delivers our own "0" after the 900 patch went (the cache lags
+        # our writes); it is the same value, never an older one.
+        assert gated.sent[0] == (path, "0")
+        assert gated.sent[1:] in ([(path, "900")], [(path, "900")] * 2)
+        assert gated.most_in_flight == 1
+    finally:
+        gated.gate.set()
+        stop.set()
+        loop.join(10)
+        controller.stop()
+        for obj in (f"/api/v1/nodes/{name}", f"{NODEMETRICS}/{name}"):
+            with contextlib.suppress(rest.ApiError, rest.ApiUnavailable):
+                kube.delete(obj)

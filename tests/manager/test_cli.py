@@ -1,13 +1,17 @@
-"""`nodeqos-manager`: flag problems exit 2 listing each; `render` prints a node's specs."""
+"""`nodeqos-manager`: flag problems exit 2 listing each; `render` prints a node's specs;
+the client's connection pool fits the daemon's watches and writers."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import kubernetes
 from click.testing import CliRunner
+from prometheus_client import CollectorRegistry
 
-from manager import cli
+from kube import rest
+from manager import batchresource, cli, daemon, reconcile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "manager"
 
@@ -78,3 +82,18 @@ def test_webhook_flag_problems_are_listed() -> None:
     assert result.exit_code == 2
     assert "cannot start (2 problems)" in result.output
     assert "--webhook-addr:" in result.output and "--webhook-service:" in result.output
+
+
+def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
+    """POOL_SIZE covers the daemon's informers (one watch each) plus every writer thread."""
+    config = kubernetes.client.Configuration()
+    config.host = "https://127.0.0.1:1"  # never dialled: nothing is started
+    client = rest.Rest(kubernetes.client.ApiClient(config))
+    built = daemon.build(daemon.Options(leader_elect=False), CollectorRegistry(), client=client)
+    watches = [
+        *built.reconciler.informers(),
+        *built.batch.informers(),
+        *built.profiles.informers(),
+    ]
+    assert len(watches) == daemon.WATCHES
+    assert daemon.POOL_SIZE > daemon.WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS
