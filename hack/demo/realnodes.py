@@ -57,7 +57,11 @@ def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
     with (
         controlplane.ControlPlane(
             scheduler=True,
-            controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
+            controllers=(
+                *components.DEFAULT_CONTROLLERS,
+                components.NODE_LIFECYCLE_CONTROLLER,
+                components.JOB_CONTROLLER,
+            ),
             nodes=placementloop.NODES,
             # Pods reach the API server through the `kubernetes` Service, as in a
             # real cluster (testbed.localnodes routes it; see tests/e2e/conftest.py).
