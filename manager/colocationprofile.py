@@ -161,7 +161,9 @@ def _cel(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a valid CEL string literal
 
 
-def _profile_mutation(profile: Profile, priority_value: int | None) -> dict[str, Any] | None:
+def _profile_mutation(
+    profile: Profile, priority_value: int | None, preemption_policy: str | None
+) -> dict[str, Any] | None:
     labels = dict(profile.labels)
     if profile.qos_class:
         labels[LABEL_QOS] = profile.qos_class
@@ -184,6 +186,12 @@ def _profile_mutation(profile: Profile, priority_value: int | None) -> dict[str,
         spec.append(f"priorityClassName: {_cel(profile.priority_class_name)}")
         if priority_value is not None:
             spec.append(f"priority: {int(priority_value)}")
+        if preemption_policy is not None:
+            # The Priority admission plugin has already given the pod the default
+            # class's policy, and its validation refuses a pod whose policy differs
+            # from its PriorityClass's ("must not be provided in pod spec"): a class
+            # with preemptionPolicy Never blocked every matching pod's creation.
+            spec.append(f"preemptionPolicy: {_cel(preemption_policy)}")
     parts = []
     if meta:
         parts.append("metadata: Object.metadata{" + ", ".join(meta) + "}")
@@ -256,15 +264,20 @@ def _variables() -> list[dict[str, str]]:
     return found
 
 
-def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[str, Any]]:
+def render(
+    profile: Profile, *, priority_value: int | None = None, preemption_policy: str | None = None
+) -> list[dict[str, Any]]:
     """The policy and binding of `profile` (nothing for a probability-0 profile).
 
-    `priority_value` is the value of the profile's PriorityClass, looked up by the caller.
+    `priority_value` and `preemption_policy` are the value and preemptionPolicy of the
+    profile's PriorityClass, looked up by the caller (as Koordinator's webhook copies both).
     """
     if profile.never:
         return []
     name = f"nodeqos-colocation-{profile.name}"
-    mutations = [m for m in (_profile_mutation(profile, priority_value),) if m is not None]
+    mutations = [
+        m for m in (_profile_mutation(profile, priority_value, preemption_policy),) if m is not None
+    ]
     mutations.append(_resource_mutation())
     policy = {
         "apiVersion": GROUP_VERSION,

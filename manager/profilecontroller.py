@@ -29,6 +29,7 @@ log = logging.getLogger("manager.profiles")
 MANAGED = "app.kubernetes.io/managed-by=nodeqos-manager"
 INVALID_REASON = "ColocationProfileInvalid"
 PROFILES = cache.Resource("config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", False)
+PREEMPT_DEFAULT = "PreemptLowerPriority"  # a PriorityClass without preemptionPolicy
 PRIORITY_CLASSES = cache.Resource("scheduling.k8s.io", "v1", "priorityclasses", False)
 POLICIES = cache.Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", False)
 BINDINGS = cache.Resource(
@@ -97,11 +98,15 @@ class ProfileController:
             name = str(meta.get("name", ""))
             try:
                 profile = colocationprofile.Profile.from_api(obj)
-                value = None
+                value, preemption = None, None
                 if profile.priority_class_name:
                     pc = self.priority_classes.get(profile.priority_class_name)
-                    value = None if pc is None else int(pc.get("value", 0))
-                rendered = colocationprofile.render(profile, priority_value=value)
+                    if pc is not None:
+                        value = int(pc.get("value", 0))
+                        preemption = str(pc.get("preemptionPolicy") or PREEMPT_DEFAULT)
+                rendered = colocationprofile.render(
+                    profile, priority_value=value, preemption_policy=preemption
+                )
             except (colocationprofile.ProfileError, ValueError, TypeError) as err:
                 failed.add(f"nodeqos-colocation-{name}")
                 self._report(obj, str(err))

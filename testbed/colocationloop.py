@@ -15,8 +15,9 @@ here plays a Kubernetes part. Imports `kube` and `testbed` only.
    nodes labelled ``nodeqos.demo/batch=small``) and BE CPU suppression
    (`cfsQuota`, 65 %); the descheduler and the extender are left out (kube-scheduler
    places by requests and Batch allocatable here). A ClusterColocationProfile
-   makes the pods of namespaces labelled ``colocation=on`` BE; the manager renders
-   it as a MutatingAdmissionPolicy.
+   makes the pods labelled ``role=batch`` of namespaces labelled ``colocation=on``
+   BE with Koordinator's `koord-batch` PriorityClass (5000, created here); the
+   manager renders it as a MutatingAdmissionPolicy.
 2. `run`, step "capacity": Deployments that request 600m and sleep, one per node;
    each node's `kubernetes.io/batch-cpu` printed as the manager writes it (n3 is the
    small one). Step "placement": a Job whose pods ask plain `cpu` (300m each) in
@@ -71,6 +72,8 @@ ONLINE_REQUEST_MILLIS = 600
 BATCH_REQUEST_MILLIS = 300
 BATCH_PODS = 4
 PROFILE = "colocation-demo"
+PRIORITY_CLASS = "koord-batch"  # Koordinator's batch PriorityClass and value
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
 DEGRADED_REASON = "BatchResourceDegraded"  # manager.batchresource's Event reason
@@ -167,6 +170,7 @@ def profile() -> dict[str, Any]:
             "namespaceSelector": {"matchLabels": {"colocation": "on"}},
             "selector": {"matchLabels": {"role": "batch"}},
             "qosClass": "BE",
+            "priorityClassName": PRIORITY_CLASS,
             "labels": {"colocated-by": "nodeqos"},
         },
     }
@@ -348,6 +352,11 @@ def installed(
             localcluster.apply(kube, doc)
             if doc["kind"] == "Namespace":
                 placementloop.wait_namespace_ready(kube, doc["metadata"]["name"])
+        _delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
+        kube.create(
+            PRIORITY_CLASSES,
+            {"metadata": {"name": PRIORITY_CLASS}, "value": 5000, "preemptionPolicy": "Never"},
+        )
         kube.create(PROFILES, profile())
         say(
             "applied deploy/ with the colocation overlay: colocation-config enable, "
@@ -385,6 +394,7 @@ def installed(
         yield
     finally:
         _delete_path(kube, f"{PROFILES}/{PROFILE}")
+        _delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
         for doc in reversed(docs):
             _delete_doc(kube, doc)
         for kind in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
