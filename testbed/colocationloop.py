@@ -13,7 +13,7 @@ here plays a Kubernetes part. Imports `kube` and `testbed` only.
    (report every 30 s over the last 20 s, `updateTimeThresholdSeconds` 30,
    `degradeTimeMinutes` 1, and a `nodeConfigs` entry capping batch-cpu at 5 % on
    nodes labelled ``nodeqos.demo/batch=small``) and BE CPU suppression
-   (`cfsQuota`, 65 %); the descheduler and the extender are left out (kube-scheduler
+   (`cfsQuota`, 15 %); the descheduler and the extender are left out (kube-scheduler
    places by requests and Batch allocatable here). A ClusterColocationProfile
    makes the pods labelled ``role=batch`` of namespaces labelled ``colocation=on``
    BE with Koordinator's `koord-batch` PriorityClass (5000, created here); the
@@ -67,10 +67,15 @@ UPDATE_SECONDS = 30
 DEGRADE_MINUTES = 1
 RECLAIM_PERCENT = 60
 SMALL_BATCH_PERCENT = 5  # of n3's capacity: below one batch pod's request
-SUPPRESS_PERCENT = 65
+# BE suppression's share of a node: the BE budget is 15 % of 2000m minus the online
+# pods' usage, ~300m per node. Busy BE pods under a node root with the maximum
+# shares (testbed.localnodes) would otherwise take both cores from the API server
+# (a first run at 65 % starved it into 30 s read timeouts at load 45).
+SUPPRESS_PERCENT = 15
 ONLINE_REQUEST_MILLIS = 600
 BATCH_REQUEST_MILLIS = 300
 BATCH_PODS = 4
+BURST_PODS = 1  # one busy thread: about a core of n1
 PROFILE = "colocation-demo"
 PRIORITY_CLASS = "koord-batch"  # Koordinator's batch PriorityClass and value
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -260,6 +265,18 @@ def cluster_cpu_percent(kube: rest.Rest, capacity: Mapping[str, int]) -> float |
     return sum(u or 0 for u in used) / sum(capacity.values()) * 100
 
 
+def wait_for(check: Callable[[], Any], what: str, *, timeout: float) -> Any:
+    """placementloop.wait_for, an API server too busy to answer counting as "not yet"."""
+
+    def tolerant() -> Any:
+        try:
+            return check()
+        except rest.ApiUnavailable:
+            return None
+
+    return placementloop.wait_for(tolerant, what, timeout=timeout)
+
+
 def wait_report_after(
     kube: rest.Rest, node: str, since: float, *, timeout: float
 ) -> dict[str, Any]:
@@ -272,7 +289,7 @@ def wait_report_after(
             return metric
         return None
 
-    found: dict[str, Any] = placementloop.wait_for(
+    found: dict[str, Any] = wait_for(
         fresh,
         f"a NodeMetric report of {node} after {time.strftime('%X', time.gmtime(since))}",
         timeout=timeout,
@@ -371,8 +388,8 @@ def installed(
             agents = _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
             return {p["spec"].get("nodeName") for p in agents} >= set(NODES)
 
-        placementloop.wait_for(agents_ready, "a Ready nodeqos-agent on every node", timeout=180)
-        placementloop.wait_for(
+        wait_for(agents_ready, "a Ready nodeqos-agent on every node", timeout=180)
+        wait_for(
             lambda: _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-manager"),
             "a Ready nodeqos-manager",
             timeout=180,
@@ -383,7 +400,7 @@ def installed(
             "mutatingadmissionpolicybindings",
             f"nodeqos-colocation-{PROFILE}",
         )
-        placementloop.wait_for(
+        wait_for(
             lambda: _exists(kube, policy), f"the manager to render profile {PROFILE}", timeout=120
         )
         say(
@@ -559,7 +576,9 @@ class Outcome:
             found.append(f"the profile did not make the pods Batch: {self.batch_requests}")
         if (self.cluster_cpu_after or 0) <= (self.cluster_cpu_before or 0):
             found.append("cluster CPU did not rise with the batch pods")
-        if (self.pressed_batch_after or 0) >= (self.pressed_batch_before or 0):
+        if (self.pressed_batch_after or 0) >= (
+            self.pressed_batch_before or 0
+        ) - BATCH_REQUEST_MILLIS:
             found.append(f"{PRESSED}'s batch-cpu did not shrink")
         if (self.be_usage_after or 0) >= (self.be_usage_before or 0):
             found.append(f"the BE pods' usage on {PRESSED} did not drop")
@@ -585,7 +604,7 @@ def step_capacity(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
     _namespace(kube, ONLINE_NAMESPACE, {})
     for node in NODES:
         localcluster.apply(kube, online_deployment(f"web-{node}", node, busy=False))
-    placementloop.wait_for(
+    wait_for(
         lambda: len(_running(kube, ONLINE_NAMESPACE, "")) == len(NODES),
         "the online web pods Running",
         timeout=120,
@@ -605,9 +624,7 @@ def step_capacity(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
             shown[n] >= 2 * BATCH_REQUEST_MILLIS for n in NODES if n != SMALL
         )
 
-    placementloop.wait_for(
-        published, "every node's batch-cpu (n1, n2 room for two batch pods)", timeout=180
-    )
+    wait_for(published, "every node's batch-cpu (n1, n2 room for two batch pods)", timeout=180)
     outcome.batch_cpu = dict(shown)
 
 
@@ -623,9 +640,7 @@ def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         pods = _running(kube, BATCH_NAMESPACE, "app=crunch")
         return pods if len(pods) == BATCH_PODS else None
 
-    pods: list[dict[str, Any]] = placementloop.wait_for(
-        placed, f"{BATCH_PODS} batch pods Running", timeout=180
-    )
+    pods: list[dict[str, Any]] = wait_for(placed, f"{BATCH_PODS} batch pods Running", timeout=180)
     started = time.time()
     first = pods[0]
     outcome.batch_requests = {
@@ -644,9 +659,9 @@ def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         "kube-scheduler placed them: "
         + ", ".join(f"{n} {c} (batch-cpu {outcome.batch_cpu.get(n)}m)" for n, c in counts.items())
     )
-    metric = wait_report_after(kube, NODES[0], started, timeout=120)
+    metric = wait_report_after(kube, NODES[0], started, timeout=180)
     for node in NODES[1:]:
-        wait_report_after(kube, node, started, timeout=60)
+        wait_report_after(kube, node, started, timeout=120)
     del metric
     outcome.cluster_cpu_after = cluster_cpu_percent(kube, outcome.capacity)
     say(
@@ -679,22 +694,28 @@ def step_pressure(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         f"besteffort cfs quota {outcome.be_quota_before}µs; online nr_throttled "
         f"{outcome.online_throttled_before}"
     )
-    localcluster.apply(kube, online_deployment("burst", PRESSED, busy=True, replicas=2))
-    placementloop.wait_for(
-        lambda: len(_running(kube, ONLINE_NAMESPACE, "app=burst")) == 2,
+    localcluster.apply(kube, online_deployment("burst", PRESSED, busy=True, replicas=BURST_PODS))
+    wait_for(
+        lambda: len(_running(kube, ONLINE_NAMESPACE, "app=burst")) == BURST_PODS,
         "the burst pods Running",
         timeout=120,
     )
     started, wall = time.monotonic(), time.time()
-    say(f"online Deployment burst: 2 busy pods on {PRESSED} (asking {ONLINE_REQUEST_MILLIS}m each)")
+    say(
+        f"online Deployment burst: {BURST_PODS} busy pod(s) on {PRESSED} (asking {ONLINE_REQUEST_MILLIS}m each)"
+    )
 
     def shrunk() -> int | None:
         value = batch_allocatable(kube)[PRESSED]
-        if value is not None and value[0] < (outcome.pressed_batch_before or 0):
+        # by more than a batch pod's request: the noise of idle pods is far smaller
+        if (
+            value is not None
+            and value[0] < (outcome.pressed_batch_before or 0) - BATCH_REQUEST_MILLIS
+        ):
             return value[0]
         return None
 
-    outcome.pressed_batch_after = placementloop.wait_for(
+    outcome.pressed_batch_after = wait_for(
         shrunk, f"{PRESSED}'s batch-cpu to shrink", timeout=4 * (REPORT_SECONDS + UPDATE_SECONDS)
     )
     outcome.shrink_seconds = round(time.monotonic() - started, 1)
@@ -703,7 +724,7 @@ def step_pressure(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         f"after {outcome.shrink_seconds:.0f}s (one report + one update interval: "
         f"{REPORT_SECONDS + UPDATE_SECONDS}s)"
     )
-    after = wait_report_after(kube, PRESSED, wall, timeout=120)
+    after = wait_report_after(kube, PRESSED, wall, timeout=180)
     outcome.be_usage_after = pods_usage_millis(after, BATCH_NAMESPACE)
     outcome.online_usage_after = pods_usage_millis(after, ONLINE_NAMESPACE)
     outcome.be_quota_after = besteffort_quota_us(PRESSED)
@@ -727,7 +748,7 @@ def step_degrade(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         agents = placementwatch.pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
         return not any(p["spec"].get("nodeName") == STOPPED for p in agents)
 
-    placementloop.wait_for(agent_gone, f"the agent pod on {STOPPED} to be gone", timeout=120)
+    wait_for(agent_gone, f"the agent pod on {STOPPED} to be gone", timeout=120)
     say(
         f"labelled {STOPPED} {AGENT_LABEL}=off: the DaemonSet controller removed its agent "
         f"({time.monotonic() - started:.0f}s); batch before {outcome.stopped_batch_before}"
@@ -738,7 +759,7 @@ def step_degrade(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         return value if value == (0, 0) else None
 
     # degradeTimeMinutes after the last report, then the manager's next pass (60 s resync)
-    placementloop.wait_for(
+    wait_for(
         zero,
         f"{STOPPED}'s batch resources to go to zero",
         timeout=DEGRADE_MINUTES * 60 + REPORT_SECONDS + 60 + 90,
@@ -752,9 +773,7 @@ def step_degrade(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
                 return f"{item['type']} {item['reason']}: {item['message']}"
         return None
 
-    outcome.degrade_event = placementloop.wait_for(
-        event, f"Event {DEGRADED_REASON} on {STOPPED}", timeout=30
-    )
+    outcome.degrade_event = wait_for(event, f"Event {DEGRADED_REASON} on {STOPPED}", timeout=30)
     metric = nodemetrics(kube).get(STOPPED, {})
     stamp = update_time(metric)
     age = "" if stamp is None else f", its last NodeMetric {time.time() - stamp:.0f}s old"
@@ -780,7 +799,7 @@ def run(kube: rest.Rest, say: Say) -> Outcome:
             _delete_path(kube, f"/api/v1/namespaces/{namespace}")
         for namespace in (BATCH_NAMESPACE, ONLINE_NAMESPACE):
             path = f"/api/v1/namespaces/{namespace}"
-            placementloop.wait_for(
+            wait_for(
                 functools.partial(_gone, kube, path),
                 f"namespace {namespace} to be gone",
                 timeout=120,
