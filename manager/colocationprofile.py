@@ -253,7 +253,9 @@ def _reinvoked(profile: Profile) -> bool:
     return 0 < profile.percent < 100
 
 
-def _profile_mutations(profile: Profile, priority_value: int | None) -> list[dict[str, Any]]:
+def _profile_mutations(
+    profile: Profile, priority_value: int | None, preemption_policy: str | None
+) -> list[dict[str, Any]]:
     """Koordinator's order: labels, annotations, key mappings, suffixes, scheduler, QoS,
     priority, patch; a mutation sees the pod as the ones before it left it."""
     first = _apply(
@@ -272,6 +274,12 @@ def _profile_mutations(profile: Profile, priority_value: int | None) -> list[dic
         spec.append(f"priorityClassName: {_cel(profile.priority_class_name)}")
         if priority_value is not None:
             spec.append(f"priority: {int(priority_value)}")
+        if preemption_policy is not None:
+            # The Priority admission plugin has already given the pod the default
+            # class's policy, and its validation refuses a pod whose policy differs
+            # from its PriorityClass's ("must not be provided in pod spec"): a class
+            # with preemptionPolicy Never blocked every matching pod's creation.
+            spec.append(f"preemptionPolicy: {_cel(preemption_policy)}")
     found = [
         first,
         _mapping_mutation(profile),
@@ -340,15 +348,18 @@ def _variables() -> list[dict[str, str]]:
     return found
 
 
-def render(profile: Profile, *, priority_value: int | None = None) -> list[dict[str, Any]]:
+def render(
+    profile: Profile, *, priority_value: int | None = None, preemption_policy: str | None = None
+) -> list[dict[str, Any]]:
     """The policy and binding of `profile` (nothing for a probability-0 profile).
 
-    `priority_value` is the value of the profile's PriorityClass, looked up by the caller.
+    `priority_value` and `preemption_policy` are the value and preemptionPolicy of the
+    profile's PriorityClass, looked up by the caller (as Koordinator's webhook copies both).
     """
     if profile.never:
         return []
     name = f"nodeqos-colocation-{profile.name}"
-    mutations = _profile_mutations(profile, priority_value)
+    mutations = _profile_mutations(profile, priority_value, preemption_policy)
     mutations.append(_resource_mutation())
     policy: dict[str, Any] = {
         "apiVersion": GROUP_VERSION,

@@ -35,6 +35,7 @@ log = logging.getLogger("manager.profiles")
 MANAGED = "app.kubernetes.io/managed-by=nodeqos-manager"
 INVALID_REASON = "ColocationProfileInvalid"
 PROFILES = cache.Resource("config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", False)
+PREEMPT_DEFAULT = "PreemptLowerPriority"  # a PriorityClass without preemptionPolicy
 PRIORITY_CLASSES = cache.Resource("scheduling.k8s.io", "v1", "priorityclasses", False)
 POLICIES = cache.Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", False)
 BINDINGS = cache.Resource(
@@ -126,16 +127,20 @@ class ProfileController:
             name = str(meta.get("name", ""))
             try:
                 profile = colocationprofile.Profile.from_api(obj)
-                value = None
+                value, preemption = None, None
                 if profile.priority_class_name:
                     pc = self.priority_classes.get(profile.priority_class_name)
-                    value = None if pc is None else int(pc.get("value", 0))
+                    if pc is not None:
+                        value = int(pc.get("value", 0))
+                        preemption = str(pc.get("preemptionPolicy") or PREEMPT_DEFAULT)
                 if 0 < profile.percent < 100 and self._webhook is None:
                     raise colocationprofile.ProfileError(
                         f"spec.probability: {profile.percent}% is drawn per pod by the"
                         " manager's webhook, which is off (--webhook-addr)"
                     )
-                rendered = colocationprofile.render(profile, priority_value=value)
+                rendered = colocationprofile.render(
+                    profile, priority_value=value, preemption_policy=preemption
+                )
             except (colocationprofile.ProfileError, ValueError, TypeError) as err:
                 failed.add(f"nodeqos-colocation-{name}")
                 self._report(obj, str(err))

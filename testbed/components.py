@@ -46,6 +46,8 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "serviceaccount-controller",
 )
 NODE_LIFECYCLE_CONTROLLER = "node-lifecycle-controller"
+# Runs Jobs (the colocation scenario's batch work, testbed.colocationloop).
+JOB_CONTROLLER = "job-controller"
 
 SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 

@@ -63,3 +63,24 @@ def test_real_nodes_when_the_machine_has_them() -> None:
     done = explain()
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("mode: real nodes"), done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="auto"),
+        pytest.param(["--nodes", "processes"], id="processes"),
+    ],
+)
+def test_colocation_without_real_nodes_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
+    """--scenario colocation where real nodes cannot run (or are refused) exits 2 saying why."""
+    done = explain("--scenario", "colocation", *args, env={"NODEQOS_NODE_BIN": str(tmp_path)})
+    assert done.returncode == 2, done
+    assert "--scenario colocation runs on real nodes only" in done.stderr
+
+
+def test_all_scenarios_on_process_nodes_say_colocation_is_left_out(tmp_path: Path) -> None:
+    """Without real nodes, the default (all) runs the placement loop and says colocation needs them."""
+    done = explain(env={"NODEQOS_NODE_BIN": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert "the colocation scenario needs real nodes" in done.stdout

@@ -3,8 +3,14 @@
 It runs on real nodes when this machine can run them (realnodes.py: root, the
 kubelet and containerd of hack/node-setup.sh, the image of hack/node-image.sh):
 three real kubelets run the pods and the demo plays no part of Kubernetes; the
-scenario is testbed.placementloop's, the one the e2e test runs. Otherwise it falls
-back to process-based nodes, described below, and says why. `--nodes` chooses.
+scenario is testbed.placementloop's, the one the e2e test runs, followed by a
+second scenario, colocation (testbed.colocationloop, also an e2e test): idle
+online Deployments' slack published as batch-cpu, a batch Job placed on it by
+kube-scheduler, online pressure shrinking it while BE suppression throttles the
+batch pods, and a stopped agent sending its node's Batch resources to zero.
+`--scenario placement|colocation|all` picks (colocation needs real nodes).
+Otherwise it falls back to process-based nodes, described below, and says why.
+`--nodes` chooses.
 
 Process-based nodes:
 
@@ -620,6 +626,13 @@ def main(argv: list[str] | None = None) -> int:
         "process-based nodes where the demo plays the kubelet (processes)",
     )
     parser.add_argument(
+        "--scenario",
+        choices=("all", "placement", "colocation"),
+        default="all",
+        help="on real nodes: the placement loop, then colocation (all), or one of them; "
+        "process-based nodes run placement only",
+    )
+    parser.add_argument(
         "--explain-mode",
         action="store_true",
         help="print which nodes the demo would run on, and why, then exit",
@@ -631,10 +644,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        setup, mode_line = choose_mode(args.nodes, args.scheduler)
+        setup, mode_line = choose_mode(
+            "real" if args.scenario == "colocation" and args.nodes == "auto" else args.nodes,
+            args.scheduler,
+        )
     except ModeError as err:
-        parser.error(str(err))
+        parser.error(f"{err} (--scenario colocation runs on real nodes only)")
+    if setup is None and args.scenario == "colocation":
+        parser.error("--scenario colocation runs on real nodes only")
     print(mode_line, flush=True)
+    if setup is None and args.scenario == "all":
+        print("the colocation scenario needs real nodes: running the placement loop only")
     if args.explain_mode:
         return 0
     signal.signal(signal.SIGTERM, _interrupt)
@@ -646,8 +666,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 stack.callback(lambda: __import__("shutil").rmtree(workdir, ignore_errors=True))
             if setup is not None:
-                summary = realnodes.run(setup, workdir, timeout=max(args.timeout, 240.0))
-                summary["stayed_cool"] = summary["cooled"]
+                scenarios = realnodes.SCENARIOS if args.scenario == "all" else (args.scenario,)
+                summary = realnodes.run(
+                    setup, workdir, timeout=max(args.timeout, 240.0), scenarios=scenarios
+                )
+                summary["stayed_cool"] = summary["ok"]
             else:
                 summary = Demo(
                     workdir, timeout=args.timeout, scheduler=args.scheduler, settle=args.settle

@@ -7,8 +7,11 @@ image found or built by hack/node-image.sh; it returns what the run needs, or
 the reason it cannot. `run` then starts the control plane (kube-scheduler and
 kube-controller-manager included), the nodes, and the scenario
 `testbed.placementloop` shares with the e2e test: nodeqos installed from deploy/
-with its overlay, busy Deployments on n1, and the loop watched to its end. The
-demo plays no part of Kubernetes in this mode.
+with its overlay, busy Deployments on n1, and the loop watched to its end; then,
+in the same cluster, the colocation scenario of `testbed.colocationloop` (Batch
+capacity, a batch Job placed on it, online pressure, an agent stopped), which
+tests/e2e/test_colocation.py runs too. `--scenario` picks one or both. The demo
+plays no part of Kubernetes in this mode.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from kube import rest
-from testbed import components, controlplane, localnodes, placementloop, placementwatch
+from testbed import (
+    colocationloop,
+    components,
+    controlplane,
+    localnodes,
+    placementloop,
+    placementwatch,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "nodeqos.local/nodeqos:dev"  # what hack/node-image.sh tags the archive with
@@ -52,12 +62,23 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
-    """The scenario on three real nodes; the summary (mode, outcome) for --summary-json."""
+SCENARIOS = ("placement", "colocation")
+
+
+def run(
+    setup: Setup, workdir: Path, *, timeout: float, scenarios: tuple[str, ...] = SCENARIOS
+) -> dict[str, Any]:
+    """The scenarios on three real nodes, one after the other in one cluster; the summary
+    (mode, each outcome, `ok`) for --summary-json."""
+    summary: dict[str, Any] = {"mode": "real-nodes", "workdir": str(workdir), "ok": True}
     with (
         controlplane.ControlPlane(
             scheduler=True,
-            controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
+            controllers=(
+                *components.DEFAULT_CONTROLLERS,
+                components.NODE_LIFECYCLE_CONTROLLER,
+                components.JOB_CONTROLLER,
+            ),
             nodes=placementloop.NODES,
             # Pods reach the API server through the `kubernetes` Service, as in a
             # real cluster (testbed.localnodes routes it; see tests/e2e/conftest.py).
@@ -77,10 +98,24 @@ def run(setup: Setup, workdir: Path, *, timeout: float) -> dict[str, Any]:
             node.ctr("images", "import", str(setup.image_archive))
         say(f"imported {IMAGE} (built from the Dockerfile) into every node's containerd")
         kube = rest.Rest(rest.api_client(plane.kubeconfig), qps=0)
-        with placementloop.installed(kube, plane, IMAGE, workdir / "state", say) as extender:
-            outcome = placementloop.run(kube, plane, extender, say, timeout=timeout)
-    summarize(outcome)
-    return {"mode": "real-nodes", **outcome.to_json(), "workdir": str(workdir)}
+        if "placement" in scenarios:
+            say("\n══ scenario: placement (testbed.placementloop) " + "═" * 30)
+            with placementloop.installed(kube, plane, IMAGE, workdir / "state", say) as extender:
+                outcome = placementloop.run(kube, plane, extender, say, timeout=timeout)
+            summarize(outcome)
+            summary.update(outcome.to_json())
+            summary["ok"] = summary["ok"] and outcome.cooled
+        if "colocation" in scenarios:
+            say("\n══ scenario: colocation (testbed.colocationloop) " + "═" * 28)
+            with colocationloop.installed(kube, plane, IMAGE, workdir / "colocation", say):
+                colocation = colocationloop.run(kube, say)
+            colocationloop.summarize(colocation, say)
+            problems = colocation.problems()
+            for problem in problems:
+                say(f"  ✗ {problem}")
+            summary["colocation"] = {**colocation.to_json(), "problems": problems}
+            summary["ok"] = summary["ok"] and not problems
+    return summary
 
 
 def summarize(outcome: placementwatch.Outcome) -> None:

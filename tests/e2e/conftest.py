@@ -43,7 +43,11 @@ def real_cluster() -> Iterator[RealCluster]:
         controlplane.ControlPlane(
             cp_bin,
             scheduler=True,
-            controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
+            controllers=(
+                *components.DEFAULT_CONTROLLERS,
+                components.NODE_LIFECYCLE_CONTROLLER,
+                components.JOB_CONTROLLER,
+            ),
             nodes=NODE_NAMES,
             # Pods reach the API server as in a real cluster: the `kubernetes`
             # Service (routed by testbed.localnodes), a projected ServiceAccount

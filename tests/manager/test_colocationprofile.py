@@ -43,6 +43,19 @@ def test_priority_value_is_resolved_at_render_time() -> None:
     assert 'priorityClassName: "koord-batch"' in expression and "priority: 5500" in expression
 
 
+def test_preemption_policy_is_written_beside_the_priority() -> None:
+    """The class's preemptionPolicy is written too (the Priority plugin refuses a mismatch)."""
+    policy, _ = render(
+        profile(priorityClassName="koord-batch"), priority_value=5000, preemption_policy="Never"
+    )
+    expression = policy["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+    assert 'preemptionPolicy: "Never"' in expression
+    policy, _ = render(profile(priorityClassName="koord-batch"), priority_value=5000)
+    assert (
+        "preemptionPolicy" not in policy["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+    )
+
+
 @pytest.mark.parametrize("probability", [None, 100, "100%"])
 def test_full_probability_renders(probability: Any) -> None:
     """Unset or 100% probability: the profile applies to every matching pod."""

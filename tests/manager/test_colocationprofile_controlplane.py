@@ -70,6 +70,9 @@ def test_profile_mutates_matching_pods_at_creation(
             "kind": "PriorityClass",
             "metadata": {"name": pc},
             "value": 5500,
+            # Never, not the default: the Priority admission plugin refuses a pod whose
+            # preemptionPolicy differs from its class's, so the policy must write it too.
+            "preemptionPolicy": "Never",
         },
     )
     cluster_objects.append(f"{PCS}/{pc}")
@@ -92,7 +95,7 @@ def test_profile_mutates_matching_pods_at_creation(
     stored = kube.create(PROFILES, body)  # the CRD accepts Koordinator's profile
     cluster_objects.append(f"{PROFILES}/{stored['metadata']['name']}")
     policy, binding = colocationprofile.render(
-        colocationprofile.Profile.from_api(stored), priority_value=5500
+        colocationprofile.Profile.from_api(stored), priority_value=5500, preemption_policy="Never"
     )
     kube.create(MAP, policy)
     cluster_objects.append(f"{MAP}/{policy['metadata']['name']}")
@@ -117,6 +120,7 @@ def test_profile_mutates_matching_pods_at_creation(
     assert labels["team"] == "data" and labels["app"] == "spark"
     assert pod["metadata"]["annotations"]["colocated-by"] == "nodeqos"
     assert (pod["spec"]["priorityClassName"], pod["spec"]["priority"]) == (pc, 5500)
+    assert pod["spec"]["preemptionPolicy"] == "Never"
     assert pod["spec"]["schedulerName"] == "koord-scheduler"
     c0, c1 = (c["resources"] for c in pod["spec"]["containers"])
     as_ints = {

@@ -42,6 +42,9 @@ def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
                 "kind": "PriorityClass",
                 "metadata": {"name": pc},
                 "value": 5500,
+                # Koordinator's koord-batch may say Never: the pod must get it too, or the
+                # Priority admission plugin refuses the pod (a class's policy is not optional).
+                "preemptionPolicy": "Never",
             },
         )
         kube.create(
@@ -75,6 +78,7 @@ def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
             probe = kube.request("POST", pods, query={"dryRun": "All"}, body=_pod("p", {}))
             requests = probe["spec"]["containers"][0]["resources"]["requests"]
             if "kubernetes.io/batch-cpu" in requests:
+                assert probe["spec"]["preemptionPolicy"] == "Never", probe["spec"]
                 break
             assert time.monotonic() < deadline, f"pod not mutated within 60 s: {requests}"
             time.sleep(0.5)
