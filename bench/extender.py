@@ -2,8 +2,9 @@
 
 Run with `python -m bench extender`; writes extender.json (see bench/__init__.py).
 `python -m bench.extender --quick` runs the latency part at 1,000 nodes only;
-`python -m bench extender --framework-cost` the framework's cost alone, put into
-the last recorded extender.json.
+`python -m bench extender --framework-cost` the framework's cost alone, and
+`--throughput` kube-scheduler's throughput arms alone, each put into the last
+recorded extender.json.
 
 - Latency: the LowNodeLoad benchmark's synthetic cluster (32-CPU nodes, 30 pods
   each, one NodeMetric per node, seeded) fed to a `ClusterView` as the informers
@@ -78,7 +79,7 @@ TARGET_P99_SECONDS = 0.010
 TARGET_THROUGHPUT_COST = 0.25
 NODES = (100, 1_000)  # the second size adds nodes to the first
 PODS = 500
-ROUNDS = 3
+ROUNDS = 5
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -267,8 +268,12 @@ def _compare(
     arms = {"default": None, **configs}
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in arms}
     loads_seen = []
+    labels = list(arms)
     for round_ in range(ROUNDS):
-        for label, config in arms.items():
+        # each round starts one arm later: no arm always follows the same one (the
+        # rounds before leave their pods' events in every extender's informers)
+        for label in labels[round_ % len(labels) :] + labels[: round_ % len(labels)]:
+            config = arms[label]
             batch = f"{label.replace('_', '-')}-{nodes}-{round_}"  # a pod name's part
             loads_seen.append(os.getloadavg()[0])
             runs[label].append(_time_scheduling(plane, client, batch, config))
@@ -405,10 +410,57 @@ def framework_cost_only() -> int:
     return 0 if all(r["met"] for r in cost) else 1
 
 
+def throughput_only() -> int:
+    """`--throughput`: kube-scheduler's throughput arms alone (with the pre-framework
+    extender when git history has it), put into the last recorded extender.json as
+    `framework_cost_only` does (`throughput_recorded_at`/`throughput_machine`)."""
+    try:
+        pre: Path | None = _fwcost.pre_framework_tree()
+    except _fwcost.Unavailable as err:
+        print(f"the pre-framework arm is skipped: {err}", flush=True)
+        pre = None
+    throughput = time_scheduler(pre)
+    for result in throughput:
+        _print_throughput(result)
+    document = previous_results("extender") or {}
+    document.pop("benchmark", None)
+    write_results(
+        "extender",
+        {
+            **document,
+            "scheduler_throughput": throughput,
+            "throughput_recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "throughput_machine": machine_info(),
+        },
+    )
+    return 0
+
+
+def _print_throughput(result: dict[str, Any]) -> None:
+    pre_text = (
+        f"{result['with_pre_framework_extender']['pods_per_second']} pods/s with the"
+        f" pre-framework extender (cost {result['pre_framework_cost']:.0%}; framework /"
+        f" pre-framework {result['framework_over_pre_framework']}x), "
+        if "pre_framework_cost" in result
+        else ""
+    )
+    print(
+        f"kube-scheduler, {result['nodes']} nodes / {PODS} pods: "
+        f"{result['default']['pods_per_second']} pods/s default, "
+        f"{result['with_extender']['pods_per_second']} pods/s with the extender "
+        f"(cost {result['throughput_cost']:.0%}), {pre_text}"
+        f"{result['with_null_extender']['pods_per_second']} pods/s with the null extender "
+        f"(the protocol's floor: {result['protocol_floor_cost']:.0%})",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     options = argv if argv is not None else sys.argv[1:]
     if "--framework-cost" in options:
         return framework_cost_only()
+    if "--throughput" in options:
+        return throughput_only()
     quick = "--quick" in options
     latency = []
     cases: list[tuple[int, int | None]] = [(n, None) for n in (SIZES[:1] if quick else SIZES)]
@@ -443,22 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"framework cost against the pre-framework extender {cost}", flush=True)
     throughput = time_scheduler(pre)
     for result in throughput:
-        pre_text = (
-            f"{result['with_pre_framework_extender']['pods_per_second']} pods/s with the"
-            f" pre-framework extender (cost {result['pre_framework_cost']:.0%}; framework /"
-            f" pre-framework {result['framework_over_pre_framework']}x), "
-            if "pre_framework_cost" in result
-            else ""
-        )
-        print(
-            f"kube-scheduler, {result['nodes']} nodes / {PODS} pods: "
-            f"{result['default']['pods_per_second']} pods/s default, "
-            f"{result['with_extender']['pods_per_second']} pods/s with the extender "
-            f"(cost {result['throughput_cost']:.0%}), {pre_text}"
-            f"{result['with_null_extender']['pods_per_second']} pods/s with the null extender "
-            f"(the protocol's floor: {result['protocol_floor_cost']:.0%})",
-            flush=True,
-        )
+        _print_throughput(result)
     worst_cost = max(r["throughput_cost"] for r in throughput)
     throughput_met = worst_cost <= TARGET_THROUGHPUT_COST
     latency_met = worst / 1000 <= TARGET_P99_SECONDS
