@@ -150,7 +150,12 @@ def agent(guest: GuestRun, joined: JoinedNode) -> Iterator[AgentPod]:
     try:
         pod, _ = guestnode.wait("the agent pod Ready", 600, lambda: _agent_pod(kube))
     except AssertionError as err:
-        raise AssertionError(f"{err}: {kube.get(f'/api/v1/namespaces/{NAMESPACE}/pods')}") from err
+        agent_log = joined.machine.sh(
+            f"tail -n 40 /var/log/pods/{NAMESPACE}_*/agent/*.log", check=False
+        ).text
+        pods_now = kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
+        states = [(p["metadata"]["name"], p["status"].get("containerStatuses")) for p in pods_now]
+        raise AssertionError(f"{err}: {states}\nagent log:\n{agent_log}") from err
     yield AgentPod(joined, kube, pod["metadata"]["name"], import_s, time.monotonic() - started)
 
 
