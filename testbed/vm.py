@@ -4,7 +4,8 @@ This machine's own kernel mounts cgroup v1 with no systemd as PID 1; the VM
 boots Debian's cloud kernel with systemd and the unified hierarchy only. The
 image (root filesystem, kernel, initramfs) comes from ``hack/vm/build-image.sh``,
 cached outside the repository; `find_image` returns it, building it only when
-asked to.
+asked to; `install_host_tools` installs what the host lacks to build and boot
+it (``hack/vm/host-tools.sh``: QEMU, debootstrap, e2fsprogs, with apt-get).
 
 `VirtualMachine` boots it:
 
@@ -40,7 +41,6 @@ import enum
 import json
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -53,6 +53,9 @@ from types import TracebackType
 log = logging.getLogger(__name__)
 
 BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "hack" / "vm" / "build-image.sh"
+HOST_TOOLS_SCRIPT = BUILD_SCRIPT.with_name("host-tools.sh")
+# What hack/vm/host-tools.sh installs when missing (qemu-system-x86, debootstrap, e2fsprogs).
+HOST_TOOLS = ("qemu-system-x86_64", "debootstrap", "mkfs.ext4")
 QEMU = "qemu-system-x86_64"
 AGENT_PORT = "org.nodeqos.agent"
 # A KVM guest that works reaches systemd's banner in a few seconds (TCG: 15-40 s).
@@ -122,14 +125,14 @@ def find_image(*, build: bool) -> Image:
     return Image(Path(done.stdout.strip().splitlines()[-1]))
 
 
-def missing_host_tools() -> list[str]:
-    """What this host lacks to boot the VM, as Debian package names."""
-    missing = []
-    if shutil.which(QEMU) is None:
-        missing.append("qemu-system-x86")
-    if shutil.which("debootstrap") is None:
-        missing.append("debootstrap")
-    return missing
+def install_host_tools() -> None:
+    """QEMU, debootstrap and mkfs.ext4 on this host, installed with apt-get when one is
+    missing (hack/vm/host-tools.sh); VMError names what is missing and what stopped it."""
+    done = subprocess.run(
+        [str(HOST_TOOLS_SCRIPT)], capture_output=True, text=True, check=False, timeout=1800
+    )
+    if done.returncode != 0:
+        raise VMError(done.stderr.strip() or f"{HOST_TOOLS_SCRIPT} exited {done.returncode}")
 
 
 @dataclass(frozen=True, slots=True)

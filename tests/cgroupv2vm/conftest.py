@@ -5,12 +5,13 @@ it, ~45 s to a working guest), the product packages, tests/ and the few
 third-party packages they import copied in, the guest checks
 (guest_checks.py) run there once with pytest, and the VM powered off.
 
-When to run. `make e2e-cgroupv2` sets NODEQOS_VM_REQUIRED=1: the image is built
-if missing (hack/vm/build-image.sh, ~2.5 minutes) and anything missing FAILS.
-In a plain `pytest` / `make test` the tests run only when the image is
-already cached and the guest boots within BOOT_BUDGET_S; otherwise they skip
-naming the missing piece (building a VM image inside every CI run would cost
-minutes the suite does not have; `make e2e-cgroupv2` builds it once).
+When to run. Always when it can: QEMU, debootstrap and e2fsprogs are installed
+with apt-get when missing (hack/vm/host-tools.sh) and the image is built when
+not cached (hack/vm/build-image.sh, ~2.5 minutes, once per change of its
+inputs). In a plain `pytest` / `make test` what cannot be had (not root, no
+apt-get, the Debian mirror unreachable, a guest that does not boot within
+BOOT_BUDGET_S) skips, naming the missing piece; `make e2e-cgroupv2` sets
+NODEQOS_VM_REQUIRED=1 and the same FAILS.
 """
 
 from __future__ import annotations
@@ -33,10 +34,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import controlplane, localnodes, vm
+from testbed import controlplane, localnodes, machinelock, vm
+from tests.cgroupv2vm import guestnode
+from tests.cgroupv2vm.guestnode import API_GUEST_IP, API_GUEST_PORT, GUEST_ROOT, NODE_NAME
 
 REPO = Path(__file__).resolve().parents[2]
-GUEST_ROOT = "/opt/nodeqos"
+NODE_IMAGE_SCRIPT = REPO / "hack" / "node-image.sh"
+# hack/node-image.sh's image (the real-node suite's), on its own disk: /dev/vdc.
+NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
+NODEQOS_IMAGE_DISK = "/dev/vdc"
 # What the guest checks import, from this checkout.
 OUR_PACKAGES = ("agent", "cgroups", "kube", "metriccache", "qosmanager", "tests")
 # ... and from this environment: the guest is Debian bookworm with python3.11 and no
@@ -73,11 +79,6 @@ BOOT_BUDGET_S = 240.0
 GUEST_PYTEST_TIMEOUT_S = 900.0
 
 
-NODE_NAME = "nodeqos-vm"
-# The guest reaches the host's loopback API server at this address (QEMU guestfwd).
-API_GUEST_IP, API_GUEST_PORT = "10.0.2.100", 6443
-
-
 @dataclass
 class GuestRun:
     """The VM's figures and the outcome of each guest check, by test name."""
@@ -85,6 +86,7 @@ class GuestRun:
     machine: vm.VirtualMachine
     plane: controlplane.ControlPlane | None = None
     plane_missing: str = ""
+    agent_image_missing: str = ""  # why hack/node-image.sh's image is not on /dev/vdc
     copy_seconds: float = 0.0
     checks_seconds: float = 0.0
     outcomes: dict[str, str] = field(default_factory=dict)  # passed | failed | skipped
@@ -140,6 +142,17 @@ def find_kubelet() -> Path | None:
         directory = done.stdout.strip().splitlines()[-1]
     kubelet = Path(directory) / "kubelet"
     return kubelet if kubelet.is_file() else None
+
+
+def find_nodeqos_image() -> tuple[Path | None, str]:
+    """hack/node-image.sh's OCI archive (built once, cached; the real-node suite's image),
+    or None and why not."""
+    done = subprocess.run(
+        [str(NODE_IMAGE_SCRIPT)], capture_output=True, text=True, check=False, timeout=3600
+    )
+    if done.returncode != 0:
+        return None, f"hack/node-image.sh failed: {done.stderr.strip()[-1000:]}"
+    return Path(done.stdout.strip().splitlines()[-1]), ""
 
 
 def guest_kubeconfig(plane: controlplane.ControlPlane) -> str:
@@ -212,21 +225,32 @@ def guest(request: pytest.FixtureRequest) -> Iterator[GuestRun]:
     """The booted VM with the guest checks run once; powered off after the package."""
     if os.geteuid() != 0:
         _unavailable("needs root (QEMU's KVM device, the image build's debootstrap); run as root")
-    missing = vm.missing_host_tools()
-    if missing:
-        _unavailable(
-            f"missing Debian packages {', '.join(missing)} (apt-get install {' '.join(missing)})"
-        )
     try:
-        image = vm.find_image(build=required())
+        # A fresh machine gets QEMU, debootstrap and e2fsprogs (apt-get) and the image
+        # (hack/vm/build-image.sh, minutes, cached); what cannot be had skips, naming it.
+        vm.install_host_tools()
+        image = vm.find_image(build=True)
     except vm.VMError as err:
         _unavailable(str(err))
     with contextlib.ExitStack() as stack:
         workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="nodeqos-vm-"))
+        # One VM (or set of real nodes) per machine at a time: both load the 2 cores hard.
+        try:
+            stack.enter_context(machinelock.held())
+        except machinelock.LockTimeout as err:
+            _unavailable(str(err))
         plane, plane_missing = None, ""
         try:
             plane = stack.enter_context(
-                controlplane.ControlPlane(controlplane.find_binaries(), nodes=(NODE_NAME,))
+                controlplane.ControlPlane(
+                    controlplane.find_binaries(),
+                    nodes=(NODE_NAME,),
+                    # The agent DaemonSet: the scheduler places its pod, the controllers
+                    # make it and the pods' ServiceAccount token and kube-root-ca.crt.
+                    scheduler=True,
+                    controllers=True,
+                    service_account_admission=True,
+                )
             )
         except controlplane.ControlPlaneError as err:
             plane_missing = str(err)
@@ -242,17 +266,21 @@ def guest(request: pytest.FixtureRequest) -> Iterator[GuestRun]:
             kubeconfig.write_text(guest_kubeconfig(plane))
             extra["node.kubeconfig"] = kubeconfig
         write_payload(payload, find_kubelet(), extra)
+        disks = [payload]
+        agent_image, agent_image_missing = find_nodeqos_image()
+        if agent_image is not None:
+            disks.append(agent_image)
         guestfwd = []
         if plane is not None:
             port = int(plane.url.rsplit(":", 1)[1])
             guestfwd.append((API_GUEST_IP, API_GUEST_PORT, port))
-        machine = vm.VirtualMachine(image, Path(workdir), disks=[payload], guestfwd=guestfwd)
+        machine = vm.VirtualMachine(image, Path(workdir), disks=disks, guestfwd=guestfwd)
         try:
             machine.start(timeout=BOOT_BUDGET_S)
         except vm.VMError as err:
             machine.shutdown(timeout=5)
             _unavailable(f"the guest did not come up within {BOOT_BUDGET_S:.0f} s: {err}")
-        run = GuestRun(machine, plane, plane_missing)
+        run = GuestRun(machine, plane, plane_missing, agent_image_missing)
         try:
             started = time.monotonic()
             machine.run(["mkdir", "-p", GUEST_ROOT])
@@ -300,3 +328,50 @@ def guest(request: pytest.FixtureRequest) -> Iterator[GuestRun]:
             started = time.monotonic()
             machine.shutdown()
             _say(request.config, f"cgroupv2vm: shutdown={time.monotonic() - started:.1f}s")
+
+
+@dataclass
+class JoinedNode:
+    """The VM joined to the package's control plane as node NODE_NAME, with its figures."""
+
+    machine: vm.VirtualMachine
+    plane: controlplane.ControlPlane
+    containerd_seconds: float
+    images_seconds: float
+    ready_seconds: float
+
+
+def _missing(message: str) -> None:
+    if required():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="package")
+def joined(guest: GuestRun, request: pytest.FixtureRequest) -> Iterator[JoinedNode]:
+    """The pinned kubelet (cgroupDriver: systemd) in the VM, registered with the host's API
+    server and Ready, the pause and busybox images imported, the `kubernetes` Service
+    routed; on teardown the kubelet is stopped and every pod killed."""
+    if guest.plane is None:
+        _missing(f"no control plane: {guest.plane_missing}")
+    machine = guest.machine
+    if machine.run(["test", "-x", f"{GUEST_ROOT}/bin/kubelet"], check=False).rc != 0:
+        _missing("no kubelet was copied in (hack/node-setup.sh builds it)")
+    assert guest.plane is not None
+    containerd_s = guestnode.start_containerd(machine)
+    images_s = sum(
+        guestnode.import_image(machine, f"{GUEST_ROOT}/images/{name}.tar", timeout=300)
+        for name in ("pause", "busybox")
+    )
+    guestnode.route_kubernetes_service(machine)
+    try:
+        guestnode.start_kubelet(machine)
+        _, ready_s = guestnode.wait("node Ready", 300, lambda: guestnode.node_ready(guest.plane))
+        _say(
+            request.config,
+            f"cgroupv2vm: containerd={containerd_s:.1f}s pause+busybox-import={images_s:.1f}s"
+            f" kubelet-start-to-Ready={ready_s:.1f}s",
+        )
+        yield JoinedNode(machine, guest.plane, containerd_s, images_s, ready_s)
+    finally:
+        print(guestnode.stop_node(machine))
