@@ -396,17 +396,7 @@ def framework_cost_only() -> int:
     if isinstance(cost, str):
         print(f"framework cost against the pre-framework extender {cost}", flush=True)
         return 0
-    document = previous_results("extender") or {}
-    document.pop("benchmark", None)
-    write_results(
-        "extender",
-        {
-            **document,
-            "framework_cost": cost,
-            "framework_cost_recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "framework_cost_machine": machine_info(),
-        },
-    )
+    _record_part("framework_cost", cost, "framework_cost")
     return 0 if all(r["met"] for r in cost) else 1
 
 
@@ -422,18 +412,24 @@ def throughput_only() -> int:
     throughput = time_scheduler(pre)
     for result in throughput:
         _print_throughput(result)
+    _record_part("scheduler_throughput", throughput, "throughput")
+    return 0
+
+
+def _record_part(key: str, value: Any, prefix: str) -> None:
+    """`value` as `key` of the last recorded extender.json, the rest kept as it was,
+    with `<prefix>_recorded_at` and `<prefix>_machine` saying when and where."""
     document = previous_results("extender") or {}
     document.pop("benchmark", None)
     write_results(
         "extender",
         {
             **document,
-            "scheduler_throughput": throughput,
-            "throughput_recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "throughput_machine": machine_info(),
+            key: value,
+            f"{prefix}_recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            f"{prefix}_machine": machine_info(),
         },
     )
-    return 0
 
 
 def _print_throughput(result: dict[str, Any]) -> None:
