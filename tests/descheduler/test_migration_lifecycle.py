@@ -144,7 +144,7 @@ def test_a_single_replica_workload_fails_at_once(
     d = build(cluster.kube, cluster.namespace, NO_RATE_LIMIT)
     started.append(d.start())
     name = cluster.job("solo-0", ttl="1h")
-    eventually(lambda: cluster.phases() == {"solo-0": "Failed"}, "the job failed", timeout=5)
+    eventually(lambda: cluster.phases() == {"solo-0": "Failed"}, "the job failed", timeout=30)
     status = _job_of(cluster, "solo-0")["status"]
     assert status["reason"] == "ForbiddenMigratePod"
     assert "expects 1 replica(s)" in status["message"]
