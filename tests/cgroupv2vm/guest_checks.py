@@ -508,7 +508,12 @@ def test_kubelet_makes_the_qos_slices_the_product_detects() -> None:
         assert (fs.version, fs.driver) == (cgroups.CgroupVersion.V2, cgroups.Driver.SYSTEMD)
         be_dir = fs.kubepods_dir(cgroups.QoSLevel.BESTEFFORT)
         assert "cpu" in fs.path(be_dir, "cgroup.controllers").read_text().split()
-        assert fs.path(be_dir, "cpu.weight").read_text().strip() == "1"
+        # systemd creates the slice with the default weight (100) and the kubelet sets
+        # CPUWeight=1 on it a moment later: the file can be read in between.
+        weight = fs.path(be_dir, "cpu.weight")
+        while weight.read_text().strip() != "1" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert weight.read_text().strip() == "1"
         assert cgroups.read_cpu_max(fs, be_dir).period_us == 100_000
         burstable = fs.kubepods_dir(cgroups.QoSLevel.BURSTABLE)
         assert str(burstable) == "kubepods.slice/kubepods-burstable.slice"
