@@ -12,6 +12,7 @@ name or option.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import pkgutil
 import sys
@@ -51,6 +52,12 @@ def main(argv: list[str]) -> int:
         for name in known
         if getattr(importlib.import_module(f"bench.{name}"), "RUN_BY_DEFAULT", True)
     ]
+    if (
+        options
+        and not inspect.signature(importlib.import_module(f"bench.{names[0]}").main).parameters
+    ):
+        print(f"benchmark {names[0]} takes no options; {USAGE}", file=sys.stderr)
+        return 2
     print(f"results go to {bench.results_dir()}", flush=True)
     status = 0
     for name in names:

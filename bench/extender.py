@@ -49,6 +49,7 @@ recorded extender.json.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import http.client
@@ -451,13 +452,35 @@ def _print_throughput(result: dict[str, Any]) -> None:
     )
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The benchmark's options; --help prints them and runs nothing."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench extender", description=(__doc__ or "").split("\n")[0]
+    )
+    parts = parser.add_mutually_exclusive_group()
+    parts.add_argument(
+        "--quick", action="store_true", help="the latency and CPU parts at 1,000 nodes only"
+    )
+    parts.add_argument(
+        "--framework-cost",
+        action="store_true",
+        help="the framework's cost alone, put into the last recorded extender.json",
+    )
+    parts.add_argument(
+        "--throughput",
+        action="store_true",
+        help="kube-scheduler's throughput arms alone, put into the last recorded extender.json",
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    options = argv if argv is not None else sys.argv[1:]
-    if "--framework-cost" in options:
+    options = parse(argv if argv is not None else sys.argv[1:])
+    if options.framework_cost:
         return framework_cost_only()
-    if "--throughput" in options:
+    if options.throughput:
         return throughput_only()
-    quick = "--quick" in options
+    quick = options.quick
     latency = []
     cases: list[tuple[int, int | None]] = [(n, None) for n in (SIZES[:1] if quick else SIZES)]
     if not quick:
