@@ -60,9 +60,13 @@ if [[ "$(cat "$cache_root/base.key" 2>/dev/null)" != "$base_key" ]] \
   echo "$base_key" >"$cache_root/base.key"
 fi
 
+# The packages the Dockerfile copies, read from it, so a package added there is keyed too.
+packages=$(awk '$1 == "COPY" && $2 !~ /^--/ && $2 == $3 { print $2 }' "$repo/Dockerfile")
+[[ -n $packages ]] || fail "no 'COPY <package> <package>' line in $repo/Dockerfile"
+# shellcheck disable=SC2086  # one word per package
 key=$( (cd "$repo" && echo "$base_key" && cat Dockerfile pyproject.toml README.md \
-        && find agent qosmanager metriccache descheduler extender kube cgroups -name '*.py' -o -name py.typed \
-           | sort | xargs cat) | sha256sum | cut -c1-16)
+        && find $packages \( -name '*.py' -o -name py.typed \) -print | sort | xargs cat) \
+       | sha256sum | cut -c1-16)
 archive="$cache_root/nodeqos-$key.tar"
 if [[ -f $archive ]]; then echo "$archive"; exit 0; fi
 echo "node-image: buildah bud $repo/Dockerfile on $base" >&2
@@ -71,7 +75,10 @@ if ! "${buildah[@]}" bud --isolation chroot --layers=false --build-arg BASE_IMAG
   tail -n 20 "$cache_root/bud.log" >&2
   fail "buildah bud failed (log: $cache_root/bud.log)"
 fi
-rm -f "$cache_root"/nodeqos-*.tar
 "${buildah[@]}" push -q nodeqos.local/nodeqos:dev "oci-archive:$archive.tmp:nodeqos.local/nodeqos:dev" >&2
 mv "$archive.tmp" "$archive"
+# Keep the newest three archives (this one among them): checkouts of different
+# commits share this cache and would otherwise rebuild each other's image.
+find "$cache_root" -maxdepth 1 -name 'nodeqos-*.tar' -printf '%T@ %p\n' | sort -rn \
+  | tail -n +4 | cut -d' ' -f2- | xargs -r rm -f
 echo "$archive"
