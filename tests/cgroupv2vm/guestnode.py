@@ -17,6 +17,7 @@ What differs from the real-node suite (testbed.localnodes), and why:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -47,11 +48,29 @@ localStorageCapacityIsolation: false
 nodeStatusUpdateFrequency: 5s
 syncFrequency: 5s
 """
-CNI = (
-    '{"cniVersion": "1.0.0", "name": "nodeqos-vm", "plugins": [\n'
-    '  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,\n'
-    '   "ipam": {"type": "host-local", "ranges": [[{"subnet": "' + POD_SUBNET + '"}]]}},\n'
-    '  {"type": "loopback"}]}\n'
+# A bridge network with the default route through it (as the real-node suite's
+# testbed.nodeconfig.cni_config): without a route a pod reaches only its own subnet,
+# and the agent's connection to the `kubernetes` Service fails with ENETUNREACH.
+CNI = json.dumps(
+    {
+        "cniVersion": "1.0.0",
+        "name": "nodeqos-vm",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "cni0",
+                "isGateway": True,
+                "ipMasq": False,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": POD_SUBNET}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                },
+            },
+            {"type": "loopback"},
+        ],
+    },
+    indent=1,
 )
 
 

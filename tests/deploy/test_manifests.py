@@ -420,3 +420,19 @@ def test_manager_configmap_loads_without_problems() -> None:
     assert render.nodemetric_spec(loaded.config, {}) == render.nodemetric_spec(
         sloconfig.load(None).config, {}
     )
+
+
+def test_agent_probes_wait_for_a_slow_start_and_never_restart_for_the_api() -> None:
+    """The agent's liveness probe reads /livez (alive through an API outage) and begins
+    only after the startup probe's first answer, which may take ten minutes: an agent
+    starting on a loaded node (an emulated VM node took over 75 s) is not killed for
+    it; readiness is /healthz."""
+    (daemonset,) = (
+        doc for name, doc in documents() if name == "daemonset.yaml" and doc["kind"] == "DaemonSet"
+    )
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    startup, liveness = container["startupProbe"], container["livenessProbe"]
+    assert startup["httpGet"] == liveness["httpGet"] == {"path": "/livez", "port": "metrics"}
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 600
+    assert "initialDelaySeconds" not in liveness
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
