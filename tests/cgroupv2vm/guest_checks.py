@@ -492,9 +492,12 @@ def test_kubelet_makes_the_qos_slices_the_product_detects() -> None:
         check=True,
     )
     be_slice = CGROUP_ROOT / "kubepods.slice" / "kubepods-besteffort.slice"
+    burstable_slice = CGROUP_ROOT / "kubepods.slice" / "kubepods-burstable.slice"
     try:
         deadline = started + 300
-        while not (be_slice / "cpu.weight").is_file():
+        # The kubelet creates the QoS slices one by one, in no fixed order (a Go map):
+        # wait for both before looking at either.
+        while not ((be_slice / "cpu.weight").is_file() and burstable_slice.is_dir()):
             state = subprocess.run(
                 ["systemctl", "is-active", "kubelet-vm"], capture_output=True, text=True
             ).stdout.strip()
