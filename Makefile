@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # make bench BENCH='--publish lownodeload': arguments of python -m bench
 BENCH ?=
 
-.PHONY: demo test test-under-load lint typecheck unit e2e e2e-cgroupv2 bench soak control-plane node-setup clean-cache
+.PHONY: demo test test-under-load lint typecheck unit e2e e2e-cgroupv2 bench soak control-plane node-setup host-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -52,6 +52,9 @@ control-plane:
 
 node-setup:
 	hack/node-setup.sh
+
+host-setup:
+	hack/host-setup.sh
 
 clean-cache:
 	rm -rf $${NODEQOS_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/nodeqos}

@@ -13,14 +13,14 @@
 #      cached by a digest of the Dockerfile and the sources it copies.
 #
 # Everything lives under $NODEQOS_CACHE/node-image; needs root, debootstrap and
-# buildah (hack/node-setup.sh installs them).
+# buildah (hack/host-setup.sh installs them).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 fail() { echo "node-image: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || fail "building the image needs root (debootstrap, buildah); run as root"
 for tool in debootstrap buildah; do
-  command -v $tool >/dev/null 2>&1 || fail "no $tool on PATH; run hack/node-setup.sh (apt-get install $tool)"
+  command -v $tool >/dev/null 2>&1 || fail "no $tool on PATH; run hack/host-setup.sh as root (apt-get install $tool)"
 done
 
 cache_root=${NODEQOS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodeqos}/node-image

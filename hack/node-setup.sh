@@ -4,12 +4,8 @@
 #
 #   1. checks what cannot be installed: root, a writable cgroup v1 hierarchy
 #      (cpu, cpuacct, cpuset, memory, pids), overlayfs;
-#   2. installs the Debian packages the nodes use when one is missing, with
-#      apt-get (idempotent: nothing happens when all are there):
-#        containerd, runc                  the container runtime, one per node
-#        containernetworking-plugins       bridge + host-local + loopback CNI
-#        busybox-static                    the pause and workload images
-#        buildah, debootstrap              the nodeqos image (hack/node-image.sh)
+#   2. installs the Debian packages the nodes use when one is missing: the `nodes`
+#      group of hack/host-packages.txt, by hack/host-setup.sh (idempotent);
 #   3. builds the kubelet from the pinned k8s.io/kubernetes in hack/node/go.mod
 #      (a module of its own, so the control-plane build and its cache key are
 #      untouched) into a cache outside the repository, keyed by a digest of
@@ -31,25 +27,9 @@ done
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null \
   || fail "the kernel has no overlayfs (containerd's snapshotter); load it with modprobe overlay"
 
-declare -A provides=(
-  [containerd]=/usr/bin/containerd [runc]=/usr/sbin/runc
-  [containernetworking-plugins]=/usr/lib/cni/bridge [busybox-static]=/bin/busybox
-  [buildah]=/usr/bin/buildah [debootstrap]=/usr/sbin/debootstrap
-)
-missing=()
-for pkg in "${!provides[@]}"; do
-  [[ -x ${provides[$pkg]} ]] || missing+=("$pkg")
-done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  [[ -z "${NODEQOS_NODE_NO_INSTALL:-}" ]] || fail "missing Debian packages: ${missing[*]} (apt-get install ${missing[*]})"
-  command -v apt-get >/dev/null 2>&1 || fail "missing packages ${missing[*]} and no apt-get to install them"
-  echo "node-setup: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-    apt-get update >&2 && apt-get install -y --no-install-recommends "${missing[@]}" >&2 \
-      || fail "apt-get install ${missing[*]} failed"
-  fi
-fi
+# The `nodes` packages of the one host list (hack/host-packages.txt).
+[[ -z "${NODEQOS_NODE_NO_INSTALL:-}" ]] || export NODEQOS_HOST_NO_INSTALL=1
+"$here/host-setup.sh" nodes || fail "the real nodes' host packages are missing (above)"
 # busybox-static replaces a dynamic busybox at the same path; the images need the static one.
 file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' \
   || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable' \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test` beside a noisy neighbour, as CI machines are shared and busy:
 # stress-ng with two CPU hogs, two sync() loops and one 256 MiB disk writer
-# (STRESS_ARGS overrides), installed with apt-get when missing. stress-ng is
+# (STRESS_ARGS overrides), installed by hack/host-setup.sh when missing. stress-ng is
 # stopped when the tests end, whatever the outcome (and on Ctrl-C); its
 # scratch files go to a temporary directory that is removed too. The exit
 # status is make test's. PYTEST_ARGS is passed on to make test.
@@ -12,18 +12,7 @@ stress_args=${STRESS_ARGS:---cpu 2 --io 2 --hdd 1 --hdd-bytes 256M}
 
 fail() { echo "test-under-load: $*" >&2; exit 1; }
 
-if ! command -v stress-ng >/dev/null 2>&1; then
-  sudo=()
-  if [[ $(id -u) != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || fail "stress-ng is missing and this is not root; install it (Debian: apt-get install stress-ng)"
-    sudo=(sudo)
-  fi
-  command -v apt-get >/dev/null 2>&1 || fail "stress-ng is missing and there is no apt-get; install stress-ng by hand"
-  echo "test-under-load: installing stress-ng (apt-get)" >&2
-  "${sudo[@]}" apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq stress-ng >&2 \
-    || fail "apt-get install stress-ng failed"
-fi
+"$repo/hack/host-setup.sh" load || fail "stress-ng could not be installed (above)"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/nodeqos-stress.XXXXXX")
 stress_pid=

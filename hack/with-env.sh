@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command inside nodeqos's development environment, setting it up first:
+#   0. the host packages of the one list hack/host-packages.txt (hack/host-setup.sh:
+#      apt-get as root when one is missing; without root it names what is missing
+#      and carries on, and the tests that need it fail saying so);
 #   1. a virtual environment of this checkout, cached outside the repo (keyed
 #      by the checkout's path and pyproject.toml), with nodeqos installed
 #      editable from it, over a venv of the dependencies that all checkouts
@@ -19,6 +22,10 @@ fail() { echo "nodeqos setup: $*" >&2; exit 1; }
 command -v "$python" >/dev/null 2>&1 || fail "no $python on PATH; install Python >= 3.11"
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || fail "$("$python" --version 2>&1) is too old; nodeqos needs Python >= 3.11 (set PYTHON=/path/to/python3.11)"
+
+# Host packages first, so no test depends on another having installed them.
+# NODEQOS_SKIP_HOST_SETUP=1 is for tests that run this script with a bare PATH.
+[[ -n "${NODEQOS_SKIP_HOST_SETUP:-}" ]] || "$repo/hack/host-setup.sh" --warn || fail "host setup failed (above)"
 
 # The wheels of every dependency, shared by all checkouts, keyed by what pip
 # installs (the requirements in pyproject.toml) and the Python version.

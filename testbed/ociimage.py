@@ -81,7 +81,8 @@ def _read_busybox(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError as err:
         raise ImageError(
-            f"{path} not found: install Debian's busybox-static (apt-get install busybox-static)"
+            f"{path} not found: run hack/host-setup.sh as root, which installs Debian's "
+            "busybox-static (apt-get install busybox-static)"
         ) from err
 
 

@@ -43,7 +43,10 @@ class Outcome:
     evictions: list[dict[str, str]] = field(default_factory=list)  # pod, app, from, to, message
     refusals: list[dict[str, str]] = field(default_factory=list)  # pod, app, message
     placements: list[dict[str, str]] = field(default_factory=list)  # pod, app, node
-    before: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 was hot
+    # node -> cpu % in the last report that showed n1 hot before the first eviction: what
+    # the descheduler acted on, not the first reports' start-up noise (image imports, agents
+    # starting), which put a node that never ran hot at 30 % in the summary
+    before: dict[str, float] = field(default_factory=dict)
     after: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 cooled
     cooled: bool = False
     kept: list[str] = field(default_factory=list)  # PDB-protected pods still on the hot node
@@ -160,7 +163,7 @@ class Watch:
             + f" (updated {', '.join(s[11:19] for s in stamps.values())})"
         )
         hot = percent[self.scene.hot]
-        if not self.outcome.before and hot is not None and hot > self.scene.high_cpu:
+        if not self.outcome.evictions and hot is not None and hot > self.scene.high_cpu:
             self.outcome.before = {n: p for n, p in percent.items() if p is not None}
         # a hot-node report averaging only time after the evicted pods were gone (a later
         # eviction starts the wait again: the loop may move pods over several cycles)

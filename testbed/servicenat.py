@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 CHAIN = "NODEQOS-KUBERNETES"
 HOOKS = ("PREROUTING", "OUTPUT")
-HOW_TO_FIX = "Install iptables (Debian: apt-get install iptables) and run as root."
+HOW_TO_FIX = "Run hack/host-setup.sh as root (it installs Debian's iptables) and run as root."
 
 
 class ServiceNatError(RuntimeError):

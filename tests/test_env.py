@@ -36,7 +36,13 @@ def checkout(tmp_path: Path, name: str) -> Path:
     """A copy of what with-env.sh and an editable install of nodeqos need."""
     root = tmp_path / name
     (root / "hack").mkdir(parents=True)
-    for rel in ("pyproject.toml", "README.md", "hack/with-env.sh"):
+    for rel in (
+        "pyproject.toml",
+        "README.md",
+        "hack/with-env.sh",
+        "hack/host-setup.sh",
+        "hack/host-packages.txt",
+    ):
         shutil.copy2(REPO / rel, root / rel)
     for package in PACKAGES:
         shutil.copytree(
