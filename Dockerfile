@@ -1,4 +1,5 @@
-# nodeqos image: the agent (DaemonSet), the descheduler and the scheduler extender (Deployments).
+# nodeqos image: the agent (DaemonSet), the descheduler, the scheduler extender and the manager
+# (Deployments).
 #   docker build -t <registry>/nodeqos:0.1.0 . && docker push <registry>/nodeqos:0.1.0
 # Without a registry (the e2e suite, hack/node-image.sh): a Debian base made by
 # debootstrap with python3 and python3-venv, and buildah:

@@ -191,7 +191,9 @@ class Daemon:
                 certificate,
                 record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
             )
-        self.profiles = profilecontroller.ProfileController(client, recorder, webhook=webhook)
+        self.profiles = profilecontroller.ProfileController(
+            client, recorder, webhook=webhook, metrics=self.metrics
+        )
         self._stop = threading.Event()
         self._leading = threading.Event()
         self.elector: leaderelection.LeaderElector | None = None

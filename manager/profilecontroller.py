@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kube import cache, events, rest
-from manager import colocationprofile, probability
+from manager import colocationprofile, probability, telemetry
 
 log = logging.getLogger("manager.profiles")
 
@@ -69,8 +69,10 @@ class ProfileController:
         *,
         resync_seconds: float = 300.0,
         webhook: Webhook | None = None,
+        metrics: telemetry.Metrics | None = None,
     ) -> None:
         self._client = client
+        self._metrics = metrics
         self._webhook = webhook
         self._recorder = recorder
         self._resync = resync_seconds
@@ -193,14 +195,15 @@ class ProfileController:
                 name = item["metadata"]["name"]
                 if f"{kind}/{name}" not in wanted and name not in failed:
                     self._send(
-                        "delete", functools.partial(self._client.delete, resource.path(name))
+                        kind, "delete", functools.partial(self._client.delete, resource.path(name))
                     )
         for key, item in wanted.items():
             kind, name = key.split("/", 1)
             resource = resources[kind]
             stored = self.owned[kind].get(name)
             if stored is None:
-                self._send("create", functools.partial(self._client.create, resource.path(), item))
+                call = functools.partial(self._client.create, resource.path(), item)
+                self._send(kind, "create", call)
                 continue
             same_labels = (stored["metadata"].get("labels") or {}) == item["metadata"]["labels"]
             body_keys = [k for k in item if k not in ("apiVersion", "kind", "metadata")]
@@ -214,15 +217,20 @@ class ProfileController:
                 },
             }
             self._send(
-                "replace", functools.partial(self._client.replace, resource.path(name), body)
+                kind, "replace", functools.partial(self._client.replace, resource.path(name), body)
             )
         return self.writes - before
 
-    def _send(self, verb: str, call: Callable[[], object]) -> None:
+    def _send(self, kind: str, verb: str, call: Callable[[], object]) -> None:
+        """One write, counted in the manager's writes_total{kind,verb} (and write_errors)."""
         self.writes += 1
+        if self._metrics is not None:
+            self._metrics.writes.labels(kind, verb).inc()
         try:
             call()
         except (rest.ApiError, rest.ApiUnavailable) as err:
+            if self._metrics is not None:
+                self._metrics.write_errors.labels(kind, verb).inc()
             log.warning("%s of a colocation policy failed: %s (the next pass retries)", verb, err)
             self._wake.set()
 

@@ -6,9 +6,11 @@ memoryReclaimThresholdPercent 65, cpuCalculatePolicy and memoryCalculatePolicy
 "usage", degradeTimeMinutes 15, updateTimeThresholdSeconds 300,
 resourceDiffThreshold 0.1, batchCPUThresholdPercent / batchMemoryThresholdPercent
 unset. `nodeConfigs[]` override the cluster strategy for the nodes their
-`nodeSelector.matchLabels` select (the first match wins; `matchExpressions` are
-not supported and rejected, naming the field). Parsing returns every problem
-with its field path.
+`nodeSelector` selects (the first match wins), a metav1.LabelSelector decoded by
+`kube.selectors` exactly as the NodeMetric collect policy decodes the same
+entries (`manager.configdoc.profile`): `matchLabels` and `matchExpressions`; no
+selector selects no node, as Koordinator's nil selector. Parsing returns every
+problem with its field path.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kube import configcodecs as codecs
-from kube import configstruct
+from kube import configstruct, selectors
 from kube.configstruct import spec
 
 USAGE, REQUEST, MAX_USAGE_REQUEST = "usage", "request", "maxUsageRequest"
@@ -83,7 +85,7 @@ class NodeConfig:
     """A `nodeConfigs[]` entry: the labels it selects and its strategy."""
 
     name: str
-    match_labels: Mapping[str, str]
+    selector: selectors.LabelSelector
     strategy: ColocationStrategy
 
 
@@ -97,7 +99,7 @@ class ColocationConfig:
     def for_node(self, labels: Mapping[str, str]) -> ColocationStrategy:
         """The strategy of a node with `labels`: the first matching nodeConfig, else the cluster's."""
         for node_config in self.node_configs:
-            if all(labels.get(k) == v for k, v in node_config.match_labels.items()):
+            if node_config.selector.matches(labels):
                 return node_config.strategy
         return self.cluster
 
@@ -139,20 +141,17 @@ def parse_colocation_config(text: str, path: str = "colocation-config") -> Coloc
         if not isinstance(item, Mapping):
             errors.add(where, "must be an object")
             continue
-        selector = item.get("nodeSelector") or {}
-        if not isinstance(selector, Mapping):
-            errors.add(where.child("nodeSelector"), "must be an object")
-            selector = {}
-        if selector.get("matchExpressions"):
-            errors.add(f"{where}.nodeSelector.matchExpressions", "not supported; use matchLabels")
-        labels = selector.get("matchLabels") or {}
-        if not isinstance(labels, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-        ):
-            errors.add(f"{where}.nodeSelector.matchLabels", "must map strings to strings")
-            labels = {}
+        raw_selector = item.get("nodeSelector")
+        try:
+            if raw_selector is not None and not isinstance(raw_selector, Mapping):
+                raise ValueError(f"{where}.nodeSelector: must be a label selector object")
+            selector = selectors.LabelSelector.from_api(raw_selector, f"{where}.nodeSelector")
+        except (ValueError, TypeError, AttributeError) as err:
+            at, _, message = str(err).partition(": ")  # the decoder names the field it refuses
+            errors.add(at if message else f"{where}.nodeSelector", message or str(err))
+            selector = selectors.NOTHING
         strategy = _strategy(item, cluster, where, errors, skip=frozenset({"nodeSelector", "name"}))
-        node_configs.append(NodeConfig(str(item.get("name", "")), dict(labels), strategy))
+        node_configs.append(NodeConfig(str(item.get("name", "")), selector, strategy))
     if len(errors):
         raise ValueError(str(configstruct.ConfigError(errors)))
     return ColocationConfig(cluster, tuple(node_configs))

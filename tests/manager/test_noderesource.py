@@ -78,9 +78,36 @@ def test_every_problem_is_reported_with_its_path() -> None:
         "colocation-config.resourceDiffThreshold",
         "colocation-config.degradeTimeMinutes",
         "colocation-config.colour",
-        "colocation-config.nodeConfigs[0].nodeSelector.matchExpressions",
+        "colocation-config.nodeConfigs[0].nodeSelector.matchExpressions[0].operator",
         "colocation-config.nodeConfigs[0].memoryReclaimThresholdPercent",
     ]
+
+
+def test_node_configs_select_by_match_expressions_as_the_collect_policy_does() -> None:
+    """One ConfigMap, one meaning: matchExpressions select here as in the NodeMetric spec."""
+    from manager import collectpolicy
+
+    raw = {
+        "enable": True,
+        "nodeConfigs": [
+            {
+                "name": "pool-a",
+                "nodeSelector": {
+                    "matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "c"]}]
+                },
+                "cpuReclaimThresholdPercent": 40,
+                "metricReportIntervalSeconds": 30,
+            },
+            {"name": "unselected", "cpuReclaimThresholdPercent": 10},
+        ],
+    }
+    batch = parse_colocation_config(json.dumps(raw))
+    collect, sink = collectpolicy.parse(json.dumps(raw))
+    assert collect is not None, sink.errors
+    for labels, cpu, report in (({"pool": "c"}, 40, 30), ({"pool": "b"}, 60, 60), ({}, 60, 60)):
+        assert batch.for_node(labels).cpu_reclaim_threshold_percent == cpu, labels
+        policy = collect.for_labels(labels).collect_policy()
+        assert policy.report_interval_seconds == report, labels
 
 
 def _pod(

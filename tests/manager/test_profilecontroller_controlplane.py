@@ -9,9 +9,10 @@ import time
 import uuid
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube import events, rest
-from manager import profilecontroller
+from manager import profilecontroller, telemetry
 from tests.manager.test_colocationprofile_controlplane import MAP, MAPB, PROFILES, _pod
 from tests.manager.test_reconcile_controlplane import eventually
 
@@ -24,7 +25,10 @@ def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
     suffix = uuid.uuid4().hex[:8]
     namespace = f"pctl-{suffix}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"pctl": suffix}}})
-    controller = profilecontroller.ProfileController(kube, events.Recorder(kube, "nodeqos-manager"))
+    registry = CollectorRegistry()
+    controller = profilecontroller.ProfileController(
+        kube, events.Recorder(kube, "nodeqos-manager"), metrics=telemetry.Metrics(registry)
+    )
     stop = threading.Event()
     controller.start()
     loop = threading.Thread(target=controller.run, args=(stop, lambda: True), daemon=True)
@@ -91,6 +95,10 @@ def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
         kube.delete(f"{PROFILES}/{name}")
         eventually(lambda: not _exists(kube, f"{MAP}/{policy}"), "the policy deleted")
         eventually(lambda: not _exists(kube, f"{MAPB}/{policy}"), "the binding deleted")
+        for kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
+            for verb in ("create", "delete"):  # writes_total counts this controller's writes too
+                labels = {"kind": kind, "verb": verb}
+                assert registry.get_sample_value("nodeqos_manager_writes_total", labels), labels
     finally:
         stop.set()
         loop.join(10)

@@ -26,9 +26,10 @@ records but evicts nothing (the framework's dry run is separate and makes
 every plugin pretend).
 
 Where nodeqos differs: a pod is evicted only when a named target takes it,
-`nodeFit: false` included (upstream then evicts without looking: DESIGN.md,
-no eviction without a destination); autoCordon uncordons only a node it
-cordoned itself (upstream also uncordons a node someone else had cordoned).
+`nodeFit: false` included (upstream then evicts without looking: docs/design.md,
+"Beyond the reference": no eviction when no destination exists); autoCordon
+uncordons only a node it cordoned itself (upstream also uncordons a node someone
+else had cordoned).
 """
 
 from __future__ import annotations
