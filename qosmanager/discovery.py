@@ -37,27 +37,17 @@ enabling that plugin is an error, naming it and the reason.
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from kube import entrypoints
 from qosmanager import features, framework
 
-log = logging.getLogger(__name__)
-
 GROUP = "nodeqos.agent.qos_plugins"
-DISTRIBUTION = "nodeqos"  # whose installed entry points IN_TREE stands in for
 
 
 def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
     """The entry points of `group` that other distributions than nodeqos declare."""
-    found = []
-    for entry_point in importlib.metadata.entry_points(group=group):
-        dist = entry_point.dist
-        if dist is not None and _normalized(dist.name) == DISTRIBUTION:
-            continue  # nodeqos's own: IN_TREE is the authoritative copy
-        found.append(entry_point)
-    return found
+    return entrypoints.installed(group)
 
 
 def registry(
@@ -66,21 +56,20 @@ def registry(
     *,
     entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
 ) -> framework.PluginRegistry:
-    """In-tree strategies, then installed entry points, then `extra` objects.
-
-    `entry_points` replaces the installed ones (tests); None reads them. An
-    in-tree plugin that fails to load is a bug of this checkout and raises.
-    """
+    """In-tree strategies, then installed entry points, then `extra` objects
+    (`kube.entrypoints.discover`); `entry_points` replaces the installed ones (tests)."""
     found = framework.PluginRegistry()
-    origins: dict[str, str] = {}
-    for name, value in in_tree.items():
-        entry_point = importlib.metadata.EntryPoint(name, value, GROUP)
-        origins[name] = "nodeqos (in-tree)"
-        register_object(found, entry_point.load(), where=f"in-tree {value}", builtin=True)
-    for entry_point in installed() if entry_points is None else entry_points:
-        _add_entry_point(found, origins, entry_point)
-    for obj in extra:  # the embedder's own code: a mistake here is a programming error
-        register_object(found, obj, where=f"passed in ({getattr(obj, '__name__', obj)!r})")
+    entrypoints.discover(
+        GROUP,
+        in_tree,
+        extra,
+        kind="QoS plugin",
+        register=lambda obj, where, builtin: register_object(
+            found, obj, where=where, builtin=builtin
+        ),
+        register_broken=found.register_broken,
+        entry_points=entry_points,
+    )
     return found
 
 
@@ -109,41 +98,3 @@ def register_object(
             f" which lacks {', '.join(missing)}() of qosmanager.ExtensionPlugin"
         )
     return registry.register(name, spec, plugin, builtin=builtin)
-
-
-def _add_entry_point(
-    registry: framework.PluginRegistry,
-    origins: dict[str, str],
-    entry_point: importlib.metadata.EntryPoint,
-) -> None:
-    name, origin = entry_point.name, _origin(entry_point)
-    if name in origins:
-        detail = (
-            f"QoS plugin {name} is declared by {origins[name]} and by {origin};"
-            " uninstall one of them"
-        )
-        log.error("%s", detail)
-        registry.register_broken(name, detail)
-        return
-    origins[name] = origin
-    where = f"entry point {name} = {entry_point.value} of {origin}"
-    try:
-        obj: Any = entry_point.load()
-        if getattr(obj, "NAME", None) != name:
-            raise ValueError(
-                f"the entry point's name must be the plugin's NAME (got {getattr(obj, 'NAME', None)!r})"
-            )
-        register_object(registry, obj, where=where)
-    except Exception as err:  # a third party's import: anything can happen, isolate it
-        detail = f"{where} cannot be loaded: {type(err).__name__}: {err}"
-        log.error("%s", detail)
-        registry.register_broken(name, detail)
-
-
-def _origin(entry_point: importlib.metadata.EntryPoint) -> str:
-    dist = entry_point.dist
-    return "an unknown distribution" if dist is None else f"{dist.name} {dist.version}"
-
-
-def _normalized(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")

@@ -18,20 +18,10 @@ their plugins the same way):
 table, every installed entry point and the `extra` objects an embedder passes
 (`descheduler.run(argv, plugins=[...])`) all go through `register_object`.
 
-Why the in-tree plugins come from a table and not from the installed metadata:
-`importlib.metadata` reads the `*.dist-info` that `pip install` wrote, which
-can describe another checkout than the code being run - a shared virtual
-environment whose editable install points at one git worktree while
-PYTHONPATH runs another (hack/with-env.sh does exactly that), or a source tree
-run before it is reinstalled. Its list of in-tree plugins would then be stale
-(a plugin added in this checkout missing, a removed one present). So the
-in-tree plugins are `descheduler.plugins.IN_TREE`, the same name → "module"
-table pyproject.toml declares as nodeqos's own entry points (a test keeps the
-two equal), loaded as `EntryPoint` objects exactly as installed ones are; the
-installed entry points of the nodeqos distribution itself are skipped, and
-those of every other distribution are added. An out-of-tree plugin cannot
-take an in-tree name and two distributions cannot both claim one: the name
-is then registered as broken, naming both claimants, so neither wins silently.
+The in-tree plugins are `descheduler.plugins.IN_TREE`, the table pyproject.toml
+declares as nodeqos's own entry points, loaded as `EntryPoint` objects exactly
+as installed ones are; `kube.entrypoints` says why not from the installed
+metadata, and why no name can be claimed twice silently.
 
 A plugin that cannot be loaded (its import raises, or the object lacks part of
 the surface) does not stop discovery: it is registered as broken, its config
@@ -43,19 +33,16 @@ run (`framework.profiles`). Only the profiles that name it pay for it.
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from descheduler.config import ENTRY_POINT_GROUP, ExtensionPoint, FieldPath, PluginArgs
 from descheduler.framework.registry import Registry, RegistryError
+from kube import entrypoints
 from kube.configstruct import Errors, describe
 
-log = logging.getLogger(__name__)
-
 GROUP = ENTRY_POINT_GROUP
-DISTRIBUTION = "nodeqos"  # whose installed entry points IN_TREE stands in for
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +72,7 @@ class RawArgs(PluginArgs):
 
 def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
     """The entry points of `group` that other distributions than nodeqos declare."""
-    found = []
-    for entry_point in importlib.metadata.entry_points(group=group):
-        dist = entry_point.dist
-        if dist is not None and _normalized(dist.name) == DISTRIBUTION:
-            continue  # nodeqos's own: IN_TREE is the authoritative copy
-        found.append(entry_point)
-    return found
+    return entrypoints.installed(group)
 
 
 def registry(
@@ -100,22 +81,19 @@ def registry(
     *,
     entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
 ) -> Registry:
-    """In-tree plugins, then installed entry points, then `extra` objects.
-
-    `entry_points` replaces the installed ones (tests); None reads them. The
-    in-tree table is loaded as entry points too; one of them failing to load
-    is a bug of this checkout, not a user's plugin, and raises.
-    """
+    """In-tree plugins, then installed entry points, then `extra` objects
+    (`kube.entrypoints.discover`); `entry_points` replaces the installed ones (tests)."""
     found = Registry()
-    origins: dict[str, str] = {}
-    for name, value in in_tree.items():
-        entry_point = importlib.metadata.EntryPoint(name, value, GROUP)
-        origins[name] = "nodeqos (in-tree)"
-        _register_entry_point(found, entry_point, where=f"in-tree entry point {name} = {value}")
-    for entry_point in installed() if entry_points is None else entry_points:
-        _add_entry_point(found, origins, entry_point, _origin(entry_point))
-    for obj in extra:  # the embedder's own code: a mistake here is a programming error
-        register_object(found, obj, where=f"passed in ({getattr(obj, '__name__', obj)!r})")
+    entrypoints.discover(
+        GROUP,
+        in_tree,
+        extra,
+        kind="descheduler plugin",
+        register=lambda obj, where, _builtin: register_object(found, obj, where=where),
+        register_broken=lambda name, reason: found.register_broken(name, reason, args=RawArgs),
+        entry_points=entry_points,
+        error=RegistryError,
+    )
     return found
 
 
@@ -143,48 +121,3 @@ def register_object(registry: Registry, obj: object, *, where: str) -> None:
     if problems or args is None or points is None:
         raise RegistryError(f"plugin {name} ({where}) must export {'; '.join(problems)}")
     registry.register(name, factory, args=args, extension_points=frozenset(points))
-
-
-def _register_entry_point(
-    registry: Registry, entry_point: importlib.metadata.EntryPoint, *, where: str
-) -> None:
-    """Load the entry point's object and register it under the entry point's name."""
-    obj = entry_point.load()
-    found = getattr(obj, "NAME", None)
-    if found != entry_point.name:
-        raise RegistryError(f"the entry point's name must be the plugin's NAME (got {found!r})")
-    register_object(registry, obj, where=where)
-
-
-def _add_entry_point(
-    registry: Registry,
-    origins: dict[str, str],
-    entry_point: importlib.metadata.EntryPoint,
-    origin: str,
-) -> None:
-    name = entry_point.name
-    if name in origins:  # neither wins silently: profiles naming it are reported
-        registry.register_broken(
-            name,
-            f"descheduler plugin {name} is declared by {origins[name]} and by {origin};"
-            " uninstall one of them",
-            args=RawArgs,
-        )
-        return
-    origins[name] = origin
-    where = f"entry point {name} = {entry_point.value} of {origin}"
-    try:
-        _register_entry_point(registry, entry_point, where=where)
-    except Exception as err:  # a third party's import: anything can happen, isolate it
-        detail = f"{where} cannot be loaded: {type(err).__name__}: {err}"
-        log.debug("%s", detail)
-        registry.register_broken(name, detail, args=RawArgs)
-
-
-def _origin(entry_point: importlib.metadata.EntryPoint) -> str:
-    dist = entry_point.dist
-    return "an unknown distribution" if dist is None else f"{dist.name} {dist.version}"
-
-
-def _normalized(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")

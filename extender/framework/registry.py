@@ -23,15 +23,11 @@ registered broken: a profile enabling it is a configuration error naming why.
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from extender.framework.interfaces import GROUP, ExtensionPoint
-
-log = logging.getLogger(__name__)
-
-DISTRIBUTION = "nodeqos"
+from kube import entrypoints
 
 Factory = Callable[[object, object], object]
 
@@ -99,13 +95,7 @@ def entry_of(obj: object, *, where: str) -> Entry:
 
 def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
     """The entry points of `group` that distributions other than nodeqos declare."""
-    found = []
-    for entry_point in importlib.metadata.entry_points(group=group):
-        dist = entry_point.dist
-        if dist is not None and _normalized(dist.name) == DISTRIBUTION:
-            continue
-        found.append(entry_point)
-    return found
+    return entrypoints.installed(group)
 
 
 def discover(
@@ -114,55 +104,19 @@ def discover(
     *,
     entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
 ) -> Registry:
-    """In-tree plugins, then installed entry points (`entry_points` replaces them), then `extra`.
-
-    An in-tree plugin failing to load is a bug of this checkout and raises; an
-    installed one is registered broken.
-    """
+    """In-tree plugins, then installed entry points (`entry_points` replaces them), then
+    `extra` (`kube.entrypoints.discover`)."""
     found = Registry()
-    origins: dict[str, str] = {}
-    for name, value in in_tree.items():
-        entry_point = importlib.metadata.EntryPoint(name, value, GROUP)
-        origins[name] = "nodeqos (in-tree)"
-        found.register(_load(entry_point, where=f"in-tree entry point {name} = {value}"))
-    for entry_point in installed() if entry_points is None else entry_points:
-        name = entry_point.name
-        dist = entry_point.dist
-        origin = "an unknown distribution" if dist is None else f"{dist.name} {dist.version}"
-        if name in origins:
-            found.register(
-                _broken(
-                    name,
-                    f"scheduler plugin {name} is declared by {origins[name]} and by {origin};"
-                    " uninstall one of them",
-                )
-            )
-            continue
-        origins[name] = origin
-        where = f"entry point {name} = {entry_point.value} of {origin}"
-        try:
-            found.register(_load(entry_point, where=where))
-        except Exception as err:  # a third party's import: anything can happen; isolate it
-            found.register(_broken(name, f"{where} cannot be loaded: {type(err).__name__}: {err}"))
-    for obj in extra:  # the embedder's own code: a mistake is a programming error
-        found.register(entry_of(obj, where=f"passed in ({getattr(obj, '__name__', obj)!r})"))
+    entrypoints.discover(
+        GROUP,
+        in_tree,
+        extra,
+        kind="scheduler plugin",
+        register=lambda obj, where, _builtin: found.register(entry_of(obj, where=where)),
+        register_broken=lambda name, reason: found.register(
+            Entry(name, None, frozenset(ExtensionPoint), None, reason)
+        ),
+        entry_points=entry_points,
+        error=RegistryError,
+    )
     return found
-
-
-def _load(entry_point: importlib.metadata.EntryPoint, *, where: str) -> Entry:
-    obj = entry_point.load()
-    if getattr(obj, "NAME", None) != entry_point.name:
-        raise RegistryError(
-            f"{where}: the entry point's name must be the plugin's NAME"
-            f" (got {getattr(obj, 'NAME', None)!r})"
-        )
-    return entry_of(obj, where=where)
-
-
-def _broken(name: str, error: str) -> Entry:
-    log.debug("%s", error)
-    return Entry(name, None, frozenset(ExtensionPoint), None, error)
-
-
-def _normalized(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
