@@ -45,11 +45,6 @@ from qosmanager import features, framework
 GROUP = "nodeqos.agent.qos_plugins"
 
 
-def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
-    """The entry points of `group` that other distributions than nodeqos declare."""
-    return entrypoints.installed(group)
-
-
 def registry(
     in_tree: Mapping[str, str],
     extra: Iterable[object] = (),

@@ -70,11 +70,6 @@ class RawArgs(PluginArgs):
         return dict(self.raw)
 
 
-def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
-    """The entry points of `group` that other distributions than nodeqos declare."""
-    return entrypoints.installed(group)
-
-
 def registry(
     in_tree: Mapping[str, str],
     extra: Iterable[object] = (),

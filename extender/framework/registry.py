@@ -93,11 +93,6 @@ def entry_of(obj: object, *, where: str) -> Entry:
     return Entry(name, args, frozenset(points), factory)  # type: ignore[arg-type]
 
 
-def installed(group: str = GROUP) -> list[importlib.metadata.EntryPoint]:
-    """The entry points of `group` that distributions other than nodeqos declare."""
-    return entrypoints.installed(group)
-
-
 def discover(
     in_tree: Mapping[str, str],
     extra: Iterable[object] = (),
