@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from kube import classify, objects, quantity, slo
@@ -98,6 +98,50 @@ def degrade_reason(metric: slo.NodeMetric | None, now: datetime, minutes: int) -
     return None
 
 
+@dataclass(slots=True)
+class _HighPriority:
+    """The HP pods' sums per resource: requests, usage, and max(request, usage) per pod."""
+
+    request: dict[str, int] = field(default_factory=lambda: {_CPU: 0, _MEM: 0})
+    used: dict[str, int] = field(default_factory=lambda: {_CPU: 0, _MEM: 0})
+    peak: dict[str, int] = field(default_factory=lambda: {_CPU: 0, _MEM: 0})
+
+    def add(self, request: Mapping[str, int], used: Mapping[str, int], *, peak: bool) -> None:
+        for r in (_CPU, _MEM):
+            self.request[r] += request.get(r, 0)
+            self.used[r] += used.get(r, 0)
+            if peak:
+                self.peak[r] += max(request.get(r, 0), used.get(r, 0))
+
+
+def _high_priority(pods: Iterable[objects.Pod], metric: slo.NodeMetric) -> _HighPriority:
+    """Sum the HP pods of the module docstring: listed ones by request and reported usage,
+    reported ones no longer listed by their usage."""
+    by_key = {p.key: p for p in metric.status.pods_metric}
+    dangling = dict(by_key)
+    found = _HighPriority()
+    for pod in pods:
+        if pod.phase not in ("Running", "Pending"):
+            continue
+        reported = by_key.get(pod.key)
+        dangling.pop(pod.key, None)
+        if _priority(pod) in _LOW:
+            continue
+        request = {r: pod.requests.get(r, 0) for r in (_CPU, _MEM)}
+        if reported is None:  # not measured yet: its request stands for its usage
+            found.add(request, request, peak=False)
+            continue
+        used = {r: reported.pod_usage.get(r, 0) for r in (_CPU, _MEM)}
+        if pod.koord_qos is classify.KoordQOS.LSE:  # reclaims no CPU
+            used[_CPU] = request[_CPU]
+        found.add(request, used, peak=True)
+    for info in dangling.values():
+        if info.priority not in _LOW:
+            usage = {r: info.pod_usage.get(r, 0) for r in (_CPU, _MEM)}
+            found.add({}, usage, peak=True)
+    return found
+
+
 def calculate(
     strategy: config.ColocationStrategy,
     node: objects.Node,
@@ -109,38 +153,7 @@ def calculate(
     reason = degrade_reason(metric, now, strategy.degrade_time_minutes)
     if reason is not None or metric is None:
         return BatchAllocatable(0, 0, reason or "no NodeMetric")
-    by_key = {p.key: p for p in metric.status.pods_metric}
-    dangling = dict(by_key)
-    hp_request = {_CPU: 0, _MEM: 0}
-    hp_used = {_CPU: 0, _MEM: 0}
-    hp_max = {_CPU: 0, _MEM: 0}
-    for pod in pods:
-        if pod.phase not in ("Running", "Pending"):
-            continue
-        found = by_key.get(pod.key)
-        if found is not None:
-            dangling.pop(pod.key, None)
-        if _priority(pod) in _LOW:
-            continue
-        request = {r: pod.requests.get(r, 0) for r in (_CPU, _MEM)}
-        for r in (_CPU, _MEM):
-            hp_request[r] += request[r]
-        if found is None:
-            for r in (_CPU, _MEM):
-                hp_used[r] += request[r]
-            continue
-        used = {r: found.pod_usage.get(r, 0) for r in (_CPU, _MEM)}
-        if pod.koord_qos is classify.KoordQOS.LSE:
-            used = {_CPU: request[_CPU], _MEM: used[_MEM]}
-        for r in (_CPU, _MEM):
-            hp_used[r] += used[r]
-            hp_max[r] += max(request[r], used[r])
-    for info in dangling.values():
-        if info.priority in _LOW:
-            continue
-        for r in (_CPU, _MEM):
-            hp_used[r] += info.pod_usage.get(r, 0)
-            hp_max[r] += info.pod_usage.get(r, 0)
+    hp = _high_priority(pods, metric)
     node_info = metric.status.node_metric
     system_usage = node_info.system_usage if node_info is not None else quantity.EMPTY
     annotated = _annotated_reservation(node.annotations)
@@ -165,11 +178,11 @@ def calculate(
         reserved = max(kubelet_reserved, annotated.get(r, 0))
         system = max(system_usage.get(r, 0), reserved)
         if policy == config.MAX_USAGE_REQUEST:
-            value = capacity - margin - system - hp_max[r]
+            value = capacity - margin - system - hp.peak[r]
         elif policy == config.REQUEST and r == _MEM:
-            value = capacity - margin - reserved - hp_request[r]
+            value = capacity - margin - reserved - hp.request[r]
         else:
-            value = capacity - margin - system - hp_used[r]
+            value = capacity - margin - system - hp.used[r]
         value = max(value, 0)
         if limit_pct is not None:
             value = min(value, int(capacity * (limit_pct / 100.0)))
