@@ -228,7 +228,9 @@ class Daemon:
 
     @property
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leading now; the elector's answer turns false at the renew deadline itself,
+        before its `on_stopped` (which zeroes the gauge) has run."""
+        return self._leading.is_set() and (self.elector is None or self.elector.is_leader)
 
     def health(self) -> dict[str, Any]:
         """The /healthz body: `ready` overall and per component."""

@@ -89,7 +89,9 @@ class Leadership:
 
     @property
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leading now: the elector's own answer too, which turns false at the renew
+        deadline itself, a moment before its `stopped` callback ends the term."""
+        return self._leading.is_set() and (self.elector is None or self.elector.is_leader)
 
     def wait_leader(self, timeout: float | None = None) -> bool:
         return self._leading.wait(timeout)
