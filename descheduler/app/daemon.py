@@ -102,13 +102,19 @@ def build(
         raise StartupError([str(err)]) from None
     stopping = threading.Event()
     recorder = events.Recorder(client, evictions.COMPONENT, host=me)
+    # Evictions and controller writes go through a client that refuses to send
+    # while this replica does not lead, checked just before sending: a request
+    # that waited for the rate limiter past the renew deadline is not sent.
+    acting = client.guarded(
+        lambda: leadership.is_leader, "this replica does not lead now; request not sent"
+    )
     backend = leader.LeaderOnly(
-        _backend(options.backend, client, recorder, cfg),
+        _backend(options.backend, acting, recorder, cfg),
         lambda: leadership.is_leader and not stopping.is_set(),
     )
     source = framework.InformerSource(client, node_metrics=_serves_nodemetrics(client))
     runner = _build_runner(
-        cfg, plugins, source, backend, registry, client, recorder, gates=options.gates
+        cfg, plugins, source, backend, registry, acting, recorder, gates=options.gates
     )
     log.info(
         "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",

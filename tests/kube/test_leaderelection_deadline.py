@@ -7,6 +7,7 @@ what a leader whose connection to the API server hangs sees (issue #36).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 
@@ -214,7 +215,7 @@ def test_renewing_in_time_keeps_leading_and_moves_the_deadline(
 def test_a_follower_waits_out_the_lease_then_takes_it(api: FakeLeaseApi, clock: FakeClock) -> None:
     """Another holder's record must stay unchanged for lease_duration on our clock."""
     other = leaderelection.LeaderElector(
-        api, leaderelection.Config(**{**_fields(CONFIG), "identity": "other"}), clock=clock
+        api, dataclasses.replace(CONFIG, identity="other"), clock=clock
     )
     assert other.try_acquire_or_renew()
     callbacks = Callbacks()
@@ -228,7 +229,3 @@ def test_a_follower_waits_out_the_lease_then_takes_it(api: FakeLeaseApi, clock: 
     assert follower.try_acquire_or_renew()
     lease = api.lease(LEASE)["spec"]
     assert (lease["holderIdentity"], lease["leaseTransitions"]) == ("me", 1)
-
-
-def _fields(config: leaderelection.Config) -> dict[str, object]:
-    return {name: getattr(config, name) for name in config.__dataclass_fields__}
