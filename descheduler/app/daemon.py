@@ -245,6 +245,7 @@ class Daemon:
         self.servers: list[server.HttpServer] = []
         self._controllers: list[threading.Thread] = []
         self._lingering: tuple[str, float] | None = None  # a stopped term's controller, since
+        self.stuck_unhealthy = STUCK_UNHEALTHY  # tests shorten it
         self.last_report: framework.CycleReport | None = None
         self.checks = health.Health()
         self.checks.register("informers", self._informers_health)
@@ -368,7 +369,7 @@ class Daemon:
 
     def _cycle_health(self) -> health.State:
         lingering = self._lingering
-        if lingering is not None and time.monotonic() - lingering[1] > STUCK_UNHEALTHY:
+        if lingering is not None and time.monotonic() - lingering[1] > self.stuck_unhealthy:
             return health.State(
                 False,
                 f"controller thread {lingering[0]} of the last term has not stopped for "

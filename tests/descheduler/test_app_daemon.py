@@ -263,6 +263,7 @@ def test_the_next_term_waits_until_the_last_terms_controllers_stopped() -> None:
         sync_timeout=None,
         stopping=threading.Event(),
     )
+    running.stuck_unhealthy = 5.0
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     (plugin,) = Stubborn.instances
@@ -275,8 +276,12 @@ def test_the_next_term_waits_until_the_last_terms_controllers_stopped() -> None:
         cycles = plugin.cycles
         assert not plugin.second_run.wait(11), "a second run began beside the stuck one"
         assert plugin.cycles <= cycles + 1, "the new term cycled before its controllers could run"
+        stuck = running.checks.to_json()
+        assert stuck["ready"] is False, "a controller stuck past stuck_unhealthy must fail /healthz"
+        assert "has not stopped for" in stuck["components"]["descheduling"]["detail"]
         plugin.gate.set()
         assert plugin.second_run.wait(5), "the new term never started its controller"
+        assert running.checks.to_json()["ready"] is True
         eventually(lambda: plugin.cycles > cycles + 1, "cycles in the new term")
     finally:
         plugin.gate.set()
