@@ -8,6 +8,10 @@ controllers as their stop signal, so they stop at once. A cycle already running
 cannot be cut in half, so `LeaderOnly` wraps the eviction backend and refuses
 every eviction once this replica no longer leads: the evictor then records
 `api_unavailable` for the rest of that cycle without calling the API server.
+Underneath, evictions and controller writes go through `Rest.guarded`, which
+checks again the moment before sending. "No longer leads" is the elector's own
+answer, false from the renew deadline on even while a renewal hangs
+(`kube.leaderelection`), not only once its `stopped` callback has run.
 
 client-go's `OnStoppedLeading` in kubernetes-sigs/descheduler exits the
 process; here a replica that lost the lease goes back to campaigning instead,
