@@ -15,6 +15,7 @@ evictor, the descheduler's evictor and leader election.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -61,6 +62,13 @@ class ApiError(Exception):
 
 class ApiUnavailable(Exception):
     """The API server could not be reached (connection refused, reset, timeout)."""
+
+
+class WriteRefused(ApiUnavailable):
+    """A `Rest.guarded` client refused to send a write: this process may not act now.
+
+    An ApiUnavailable, so every caller's retry path handles it unchanged.
+    """
 
 
 class TokenBucket:
@@ -159,10 +167,22 @@ class Rest:
         import urllib3  # only now: see the module docstring
 
         self._pool = urllib3.PoolManager(num_pools=2, maxsize=pool_size, retries=False, **tls)
+        self._may_write: Callable[[], bool] | None = None
+        self._refusal = ""
 
     @classmethod
     def from_kubeconfig(cls, kubeconfig: Path | str | None = None, **kwargs: Any) -> Rest:
         return cls(api_client(kubeconfig), **kwargs)
+
+    def guarded(self, may_write: Callable[[], bool], refusal: str) -> Rest:
+        """This client, its connections and rate limit shared, refusing every write
+        (anything but GET) while `may_write()` is false, checked the moment before it
+        would be sent: a replica that stopped leading sends nothing, not even a write
+        it queued while it led (issue #36). Raises WriteRefused(`refusal`)."""
+        view = copy.copy(self)
+        view._may_write = may_write
+        view._refusal = refusal
+        return view
 
     def request(
         self,
@@ -257,6 +277,8 @@ class Rest:
 
         if self._limit is not None:
             self._limit.take()
+        if method != "GET" and self._may_write is not None and not self._may_write():
+            raise WriteRefused(f"{method} {path}: {self._refusal}")
         url = self._host + path
         if query:
             url += "?" + urlencode({k: _query_value(v) for k, v in query.items()})

@@ -163,8 +163,14 @@ class Daemon:
         self.registry = registry
         self.metrics = Metrics(registry)
         recorder = events.Recorder(client, "nodeqos-manager", socket.gethostname())
+        # The controllers write through a client that refuses to send while this
+        # replica does not lead: a write queued before the renew deadline is not
+        # sent after it (their own may_act checks come earlier, at a pass's start).
+        acting = client.guarded(
+            lambda: self.is_leader, "this replica does not lead now; write not sent"
+        )
         self.reconciler = reconcile.Reconciler(
-            client,
+            acting,
             self.metrics,
             recorder,
             namespace=options.config_namespace,
@@ -174,7 +180,7 @@ class Daemon:
             node_selector=options.node_selector,
         )
         self.batch = batchresource.BatchController(
-            client,
+            acting,
             self.metrics,
             recorder,
             namespace=options.config_namespace,
@@ -192,7 +198,7 @@ class Daemon:
                 record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
             )
         self.profiles = profilecontroller.ProfileController(
-            client, recorder, webhook=webhook, metrics=self.metrics
+            acting, recorder, webhook=webhook, metrics=self.metrics
         )
         self._stop = threading.Event()
         self._leading = threading.Event()
@@ -230,7 +236,9 @@ class Daemon:
 
     @property
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leading now; the elector's answer turns false at the renew deadline itself,
+        before its `on_stopped` (which zeroes the gauge) has run."""
+        return self._leading.is_set() and (self.elector is None or self.elector.is_leader)
 
     def health(self) -> dict[str, Any]:
         """The /healthz body: `ready` overall and per component."""

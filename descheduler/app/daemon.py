@@ -35,6 +35,9 @@ EXIT_OK = 0
 EXIT_NOT_SYNCED = 1  # --once: the caches never synced (the API server is unreachable)
 BACKENDS = ("eviction", "delete")
 NODEMETRICS_GROUP = "/apis/slo.koordinator.sh/v1alpha1"
+SHUTDOWN_JOIN = 10.0  # seconds a shutdown waits for the controllers
+STUCK_WARNING = 10.0  # seconds between warnings while a term's controllers linger
+STUCK_UNHEALTHY = 60.0  # then /healthz fails, so the liveness probe restarts the replica
 
 
 class StartupError(Exception):
@@ -99,13 +102,19 @@ def build(
         raise StartupError([str(err)]) from None
     stopping = threading.Event()
     recorder = events.Recorder(client, evictions.COMPONENT, host=me)
+    # Evictions and controller writes go through a client that refuses to send
+    # while this replica does not lead, checked just before sending: a request
+    # that waited for the rate limiter past the renew deadline is not sent.
+    acting = client.guarded(
+        lambda: leadership.is_leader, "this replica does not lead now; request not sent"
+    )
     backend = leader.LeaderOnly(
-        _backend(options.backend, client, recorder, cfg),
+        _backend(options.backend, acting, recorder, cfg),
         lambda: leadership.is_leader and not stopping.is_set(),
     )
     source = framework.InformerSource(client, node_metrics=_serves_nodemetrics(client))
     runner = _build_runner(
-        cfg, plugins, source, backend, registry, client, recorder, gates=options.gates
+        cfg, plugins, source, backend, registry, acting, recorder, gates=options.gates
     )
     log.info(
         "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",
@@ -235,6 +244,8 @@ class Daemon:
         self._stop = stopping
         self.servers: list[server.HttpServer] = []
         self._controllers: list[threading.Thread] = []
+        self._lingering: tuple[str, float] | None = None  # a stopped term's controller, since
+        self.stuck_unhealthy = STUCK_UNHEALTHY  # tests shorten it
         self.last_report: framework.CycleReport | None = None
         self.checks = health.Health()
         self.checks.register("informers", self._informers_health)
@@ -295,13 +306,37 @@ class Daemon:
                 log.info("not leading any more: cycles stopped; campaigning again")
         return EXIT_OK
 
-    def _join_controllers(self, timeout: float = 10.0) -> None:
-        """Wait (bounded) for the ending term's controllers to return from run(stop)."""
-        deadline = time.monotonic() + timeout
+    def _join_controllers(self) -> None:
+        """Wait until the ending term's controllers have returned from run(stop).
+
+        The next term starts no controller before then: a controller stuck in an
+        API call (a hung connection holds it for the client's timeout) would
+        otherwise run beside its successor. The wait ends only when they are
+        done, or, on shutdown, after `SHUTDOWN_JOIN` (the threads are daemons);
+        past `STUCK_UNHEALTHY` /healthz fails, and the liveness probe ends it.
+        """
+        started = time.monotonic()
+        warned = started
         for thread in self._controllers:
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                log.warning("controller thread %s did not stop within %.0fs", thread.name, timeout)
+            while thread.is_alive():
+                self._lingering = (thread.name, started)
+                thread.join(0.5)
+                now = time.monotonic()
+                if self._stop.is_set() and now - started >= SHUTDOWN_JOIN:
+                    log.warning(
+                        "controller thread %s did not stop within %.0fs; exiting anyway",
+                        thread.name,
+                        SHUTDOWN_JOIN,
+                    )
+                    break
+                if now - warned >= STUCK_WARNING:
+                    warned = now
+                    log.warning(
+                        "controller thread %s has not stopped for %.0fs; the next term waits",
+                        thread.name,
+                        now - started,
+                    )
+        self._lingering = None
         self._controllers = []
 
     def _wait_synced(self, term: threading.Event) -> bool:
@@ -333,6 +368,13 @@ class Daemon:
         return health.State(True, "every cache synced")
 
     def _cycle_health(self) -> health.State:
+        lingering = self._lingering
+        if lingering is not None and time.monotonic() - lingering[1] > self.stuck_unhealthy:
+            return health.State(
+                False,
+                f"controller thread {lingering[0]} of the last term has not stopped for "
+                f"{time.monotonic() - lingering[1]:.0f}s",
+            )
         report = self.last_report
         if report is None:
             return health.State(True, "no cycle yet")

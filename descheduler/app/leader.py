@@ -8,6 +8,10 @@ controllers as their stop signal, so they stop at once. A cycle already running
 cannot be cut in half, so `LeaderOnly` wraps the eviction backend and refuses
 every eviction once this replica no longer leads: the evictor then records
 `api_unavailable` for the rest of that cycle without calling the API server.
+Underneath, evictions and controller writes go through `Rest.guarded`, which
+checks again the moment before sending. "No longer leads" is the elector's own
+answer, false from the renew deadline on even while a renewal hangs
+(`kube.leaderelection`), not only once its `stopped` callback has run.
 
 client-go's `OnStoppedLeading` in kubernetes-sigs/descheduler exits the
 process; here a replica that lost the lease goes back to campaigning instead,
@@ -89,7 +93,9 @@ class Leadership:
 
     @property
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leading now: the elector's own answer too, which turns false at the renew
+        deadline itself, a moment before its `stopped` callback ends the term."""
+        return self._leading.is_set() and (self.elector is None or self.elector.is_leader)
 
     def wait_leader(self, timeout: float | None = None) -> bool:
         return self._leading.wait(timeout)

@@ -43,11 +43,13 @@ from descheduler.framework.registry import Registry
 from descheduler.framework.report import CycleReport, Note, PluginFailure
 from descheduler.framework.snapshot import Snapshot
 from descheduler.framework.sources import ClusterSource, SourceNotReady
-from kube import events, rest, selectors
+from kube import cache, events, rest, selectors
 
 log = logging.getLogger("descheduler.runner")
 
 MIN_NODES = 2
+CONTROLLER_RESTART_INITIAL = 1.0  # seconds before a controller that raised runs again
+CONTROLLER_RESTART_CAP = 60.0  # and at most this, however often it raises
 
 
 def utc_now() -> datetime:
@@ -86,6 +88,10 @@ class Runner:
         self._clock = clock
         self._node_selector = node_selector
         self._timer = timer
+        # how a controller that raised is restarted (tests shorten it)
+        self.controller_backoff: Callable[[], cache.Backoff] = lambda: cache.Backoff(
+            initial=CONTROLLER_RESTART_INITIAL, cap=CONTROLLER_RESTART_CAP
+        )
         metrics.dry_run.set(1 if core.dry_run else 0)
 
     @classmethod
@@ -290,11 +296,28 @@ class Runner:
     def _controller(
         self, profile: str, name: str, plugin: ControllerPlugin, stop: threading.Event
     ) -> None:
-        try:
-            plugin.run(stop)
-        except Exception:  # isolated like any plugin call
-            log.exception("controller %s (profile %s) failed", name, profile)
-            self._metrics.plugin_errors.labels(name, profile).inc()
+        """Run a controller for the term; one that raises starts again after a backoff.
+
+        The delay doubles from `controller_backoff`'s initial one up to its cap,
+        jittered (kube.cache.Backoff, the reflector's), and starts over once a run
+        lasted longer than the cap. A controller that returns is done.
+        """
+        backoff = self.controller_backoff()
+        while not stop.is_set():
+            began = time.monotonic()
+            try:
+                plugin.run(stop)
+                return
+            except Exception:  # isolated like any plugin call
+                log.exception("controller %s (profile %s) failed", name, profile)
+                self._metrics.plugin_errors.labels(name, profile).inc()
+            if time.monotonic() - began > backoff.cap:
+                backoff.reset()
+            delay = backoff.delay()
+            if stop.is_set():
+                return
+            log.info("restarting controller %s (profile %s) in %.1fs", name, profile, delay)
+            stop.wait(delay)
 
     def run(
         self,

@@ -18,9 +18,12 @@ from prometheus_client import CollectorRegistry
 from descheduler import framework
 from descheduler.app import daemon, leader, telemetry
 from descheduler.config import ExtensionPoint, PluginArgs
+from descheduler.evictions import EvictOptions
 from descheduler.framework import Handle, Reason, Snapshot
+from kube import eviction, leaderelection
 from tests import builders
 from tests.descheduler import fakes
+from tests.kube.fakelease import FakeClock, FakeLeaseApi
 from tests.waiting import eventually
 
 
@@ -206,3 +209,128 @@ def test_identity_is_host_pid_and_a_random_part() -> None:
     first, second = leader.identity(), leader.identity()
     assert first != second
     assert f"_{os.getpid()}_" in first
+
+
+class Stubborn:
+    """A controller whose first run ignores its stop signal until the test opens `gate`."""
+
+    instances: list[Stubborn] = []  # noqa: RUF012 (test bookkeeping, reset per test)
+
+    def __init__(self, args: PluginArgs, handle: Handle) -> None:
+        self.runs = 0
+        self.cycles = 0
+        self.gate = threading.Event()
+        self.second_run = threading.Event()
+        self.first_running = threading.Event()
+        Stubborn.instances.append(self)
+
+    def balance(self, snapshot: Snapshot) -> None:
+        self.cycles += 1
+
+    def run(self, stop: threading.Event) -> None:
+        self.runs += 1
+        if self.runs == 1:
+            self.first_running.set()
+            assert self.gate.wait(60), "the test never let the first run end"
+            return
+        self.second_run.set()
+        stop.wait()
+
+
+@pytest.mark.slow
+def test_the_next_term_waits_until_the_last_terms_controllers_stopped() -> None:
+    """A controller stuck past its term's end (in a hung API call, say) holds the next term
+    back, however long (more than the 10 s the daemon used to give it); then it starts."""
+    Stubborn.instances.clear()
+    registry = fakes.registry_with()
+    registry.register(
+        "Stubborn",
+        Stubborn,
+        args=fakes.NoArgs,
+        extension_points=frozenset({ExtensionPoint.BALANCE}),
+    )
+    cluster = framework.StaticSource(nodes=fakes.nodes("n1", "n2"))
+    h = fakes.harness(fakes.policy(balance=["Stubborn"]), registry, cluster)
+    metrics = CollectorRegistry()
+    leadership = leader.Leadership(telemetry.AppMetrics(metrics).leader)
+    running = daemon.Daemon(
+        runner=h.runner,
+        source=FakeSource(),  # type: ignore[arg-type]
+        leadership=leadership,
+        registry=metrics,
+        addresses=[],
+        interval=timedelta(milliseconds=10),
+        sync_timeout=None,
+        stopping=threading.Event(),
+    )
+    running.stuck_unhealthy = 5.0
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    (plugin,) = Stubborn.instances
+    try:
+        leadership.started()
+        assert plugin.first_running.wait(5)
+        eventually(lambda: plugin.cycles > 0, "a cycle in the first term")
+        leadership.stopped()
+        leadership.started()  # won back at once, while the first run is still stuck
+        cycles = plugin.cycles
+        assert not plugin.second_run.wait(11), "a second run began beside the stuck one"
+        assert plugin.cycles <= cycles + 1, "the new term cycled before its controllers could run"
+        stuck = running.checks.to_json()
+        assert stuck["ready"] is False, "a controller stuck past stuck_unhealthy must fail /healthz"
+        assert "has not stopped for" in stuck["components"]["descheduling"]["detail"]
+        plugin.gate.set()
+        assert plugin.second_run.wait(5), "the new term never started its controller"
+        assert running.checks.to_json()["ready"] is True
+        eventually(lambda: plugin.cycles > cycles + 1, "cycles in the new term")
+    finally:
+        plugin.gate.set()
+        running.stop()
+        thread.join(10)
+    assert not thread.is_alive()
+    Stubborn.instances.clear()
+
+
+def test_leadership_ends_at_the_renew_deadline_while_the_election_hangs() -> None:
+    """With a real elector whose renewal hangs: is_leader false, gauge 0, evictions refused
+    at last renewal + renew_deadline, the term ended."""
+    clock = FakeClock()
+    api = FakeLeaseApi(clock)
+    registry = CollectorRegistry()
+    leadership = leader.Leadership(telemetry.AppMetrics(registry).leader)
+    leadership.elector = leaderelection.LeaderElector(
+        api,
+        leaderelection.Config(
+            namespace="kube-system",
+            name="nodeqos-descheduler",
+            identity="me",
+            lease_duration=3.0,
+            renew_deadline=2.0,
+            retry_period=0.5,
+        ),
+        on_started=leadership.started,
+        on_stopped=leadership.stopped,
+        clock=clock,
+    )
+    inner = fakes.FakeBackend()
+    guarded = leader.LeaderOnly(inner, lambda: leadership.is_leader)
+    pod = builders.make_pod("p", node="n1")
+    options = EvictOptions(plugin="X", reason="test")
+    try:
+        assert leadership.elector.try_acquire_or_renew()
+        term = leadership.term
+        assert registry.get_sample_value("nodeqos_descheduler_leader") == 1
+        api.hang("GET")
+        renewing = threading.Thread(target=leadership.elector.try_acquire_or_renew, daemon=True)
+        renewing.start()
+        assert api.hung.wait(10)
+        clock.advance(1.999)
+        assert guarded.evict(pod, options).outcome is not eviction.Outcome.UNAVAILABLE
+        clock.advance(0.001)
+        assert not leadership.is_leader
+        assert guarded.evict(pod, options).outcome is eviction.Outcome.UNAVAILABLE
+        assert term.wait(10), "the term did not end at the deadline"
+        assert registry.get_sample_value("nodeqos_descheduler_leader") == 0
+        assert inner.calls == ["default/p"]
+    finally:
+        api.answer()

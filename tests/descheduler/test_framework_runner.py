@@ -11,7 +11,7 @@ import pytest
 from descheduler import framework
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
-from kube import objects
+from kube import cache, objects
 from tests import builders
 from tests.descheduler import fakes
 
@@ -233,3 +233,80 @@ def test_run_with_zero_interval_runs_one_cycle_and_starts_controllers() -> None:
     finally:
         stop.set()
     assert len(reports) == 1
+
+
+def test_a_controller_that_raises_is_restarted_with_backoff(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A controller that raises runs again after a doubling, capped delay; its errors are counted."""
+    runs: list[int] = []
+    settled = threading.Event()
+
+    class Flaky:
+        name = "Flaky"
+
+        def __init__(self, args: PluginArgs, handle: Handle) -> None:
+            pass
+
+        def balance(self, snapshot: Snapshot) -> None:
+            pass
+
+        def run(self, stop: threading.Event) -> None:
+            runs.append(len(runs))
+            if len(runs) <= 3:
+                raise RuntimeError(f"broken run {len(runs)}")
+            settled.set()
+            stop.wait()
+
+    registry = fakes.registry_with()
+    registry.register("Flaky", Flaky, args=fakes.NoArgs, extension_points=fakes.SCRIPT_POINTS)
+    h = fakes.harness(fakes.policy(balance=["Flaky"]), registry, two_nodes())
+    delays: list[float] = []
+
+    class Recorded(cache.Backoff):
+        def delay(self) -> float:
+            delays.append(super().delay())
+            return delays[-1]
+
+    h.runner.controller_backoff = lambda: Recorded(initial=0.01, cap=0.02, rand=lambda: 1.0)
+    stop = threading.Event()
+    with caplog.at_level(logging.INFO, logger="descheduler.runner"):
+        (thread,) = h.runner.start_controllers(stop)
+        try:
+            assert settled.wait(5), f"the controller did not settle; runs {runs}"
+        finally:
+            stop.set()
+            thread.join(5)
+    assert not thread.is_alive()
+    assert len(runs) == 4
+    assert delays == [0.01, 0.02, 0.02]  # doubling, capped
+    assert h.sample("nodeqos_descheduler_plugin_errors_total", plugin="Flaky", profile="p1") == 3
+    assert caplog.text.count("restarting controller Flaky (profile p1)") == 3
+
+
+def test_a_controller_is_not_restarted_once_the_term_ended() -> None:
+    """A controller that raises as its term ends stays stopped: no restart after stop."""
+    runs: list[int] = []
+    stop = threading.Event()
+
+    class Dying:
+        name = "Dying"
+
+        def __init__(self, args: PluginArgs, handle: Handle) -> None:
+            pass
+
+        def balance(self, snapshot: Snapshot) -> None:
+            pass
+
+        def run(self, stop_: threading.Event) -> None:
+            runs.append(1)
+            stop.set()
+            raise RuntimeError("dying with the term")
+
+    registry = fakes.registry_with()
+    registry.register("Dying", Dying, args=fakes.NoArgs, extension_points=fakes.SCRIPT_POINTS)
+    h = fakes.harness(fakes.policy(balance=["Dying"]), registry, two_nodes())
+    (thread,) = h.runner.start_controllers(stop)
+    thread.join(5)
+    assert not thread.is_alive()
+    assert runs == [1]
