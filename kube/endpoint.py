@@ -68,6 +68,9 @@ class Limits:
     max_body: int = MAX_BODY
 
 
+LIMITS = Limits()
+
+
 class Endpoint:
     """A running endpoint; `close()` stops it. Port 0 binds a free port (see `address`).
 
@@ -86,7 +89,7 @@ class Endpoint:
         routes: Mapping[str, Route] | None = None,
         prefix_routes: Mapping[str, PrefixRoute] | None = None,
         tls: ssl.SSLContext | None = None,
-        limits: Limits = Limits(),
+        limits: Limits = LIMITS,
     ) -> None:
         self._loop = asyncio.new_event_loop()
         self._core = _Core(

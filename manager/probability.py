@@ -119,9 +119,9 @@ def make_certificate(directory: Path, hosts: list[str]) -> Certificate:
     )
     ext = directory / "ext.cnf"
     ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n", encoding="utf-8")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj",
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650", "-subj",
              "/CN=nodeqos-manager-webhook-ca", "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={hosts[0]}",
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", f"/CN={hosts[0]}",
              "-keyout", str(key), "-out", str(csr))  # fmt: skip
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
              "-CAcreateserial", "-days", "3650", "-extfile", str(ext), "-out", str(cert))  # fmt: skip
