@@ -17,9 +17,9 @@ keep-alive connection or a client sending a byte a second costs a buffer, not
 a thread; each has a deadline (`Limits`: idle, request head, body, write), and
 a sweep drops it when that passes. Connections are capped: at the cap a new
 one evicts the connection idle (or stalled) longest, so a probe still gets in.
-Handlers run on a small worker pool; `/healthz` and `/livez` are answered on
-the loop itself (readiness functions only read state), so they answer even
-when every worker is busy. The stdlib was kept over aiohttp: measured in
+`/metrics` and POST bodies over `Limits.inline_body` are handled on a small
+worker pool; `/healthz`, `/livez` (readiness functions only read state) and
+small POSTs on the loop itself, which spares them two thread hand-offs. The stdlib was kept over aiohttp: measured in
 bench/endpoint.py it answers as fast, and it adds no dependency to the image.
 Connections are HTTP/1.1 keep-alive, so a caller that posts many requests
 (kube-scheduler) does not pay a TCP handshake per call.
@@ -60,7 +60,12 @@ class Limits:
     """What one client may cost the server. The defaults suit every daemon of ours."""
 
     max_connections: int = 512  # at the cap a new connection evicts the longest idle one
-    workers: int = 4  # threads running POST routes and /metrics
+    workers: int = 4  # threads running /metrics and POST routes with large bodies
+    # A POST body at most this large is answered on the loop itself: a route's work grows
+    # with its body (the extender's names), and a small one costs less than the two thread
+    # hand-offs of the pool (bench/endpoint.py). A larger one goes to the pool, so a huge
+    # body (or many) never holds up /healthz for the whole of its decoding.
+    inline_body: int = 64 * 1024
     idle_timeout: float = 60.0  # keep-alive between requests (kubelet and Go clients reconnect)
     header_timeout: float = 10.0  # a request's head, from its first byte; the TLS handshake
     body_timeout: float = 30.0  # a request's body, from its head (30 MiB at 1 MB/s)
@@ -251,30 +256,40 @@ class _Core:
             reply(405, _TEXT, b"method not allowed\n")
             return
         route = self.routes.get(request.path)
-        if route is not None:
-            self._on_pool(reply, _json(route, request.body))
-            return
-        for prefix, prefixed in self.prefix_routes.items():
-            if request.path.startswith(prefix):
-                route = functools.partial(prefixed, request.path[len(prefix) :])
-                self._on_pool(reply, _json(route, request.body))
+        if route is None:
+            for prefix, prefixed in self.prefix_routes.items():
+                if request.path.startswith(prefix):
+                    route = functools.partial(prefixed, request.path[len(prefix) :])
+                    break
+            else:
+                reply(404, _TEXT, b"not found\n")
                 return
-        reply(404, _TEXT, b"not found\n")
+        work = _json(route, request.body)
+        if len(request.body) <= self.limits.inline_body:
+            _run(reply, work)
+        else:
+            self._on_pool(reply, work)
 
-    def _on_pool(
-        self, reply: Callable[[int, str, bytes], None], work: Callable[[], tuple[int, str, bytes]]
-    ) -> None:
-        def run() -> None:
-            try:
-                status, content_type, payload = work()
-            except Exception:  # the handler's bug is logged and answered, never raised
-                log.exception("handler failed")
-                status, content_type, payload = 500, _TEXT, b"internal error\n"
+    def _on_pool(self, reply: Answer, work: Work) -> None:
+        def on_loop(status: int, content_type: str, payload: bytes) -> None:
             with contextlib.suppress(RuntimeError):  # the endpoint closed while this ran
                 self.loop.call_soon_threadsafe(reply, status, content_type, payload)
 
         with contextlib.suppress(RuntimeError):  # the pool is shut down: the endpoint is closing
-            self.pool.submit(run)
+            self.pool.submit(_run, on_loop, work)
+
+
+Answer = Callable[[int, str, bytes], None]
+Work = Callable[[], tuple[int, str, bytes]]
+
+
+def _run(reply: Answer, work: Work) -> None:
+    try:
+        status, content_type, payload = work()
+    except Exception:  # the handler's bug is logged and answered, never raised
+        log.exception("handler failed")
+        status, content_type, payload = 500, _TEXT, b"internal error\n"
+    reply(status, content_type, payload)
 
 
 def _json(route: Route, body: bytes) -> Callable[[], tuple[int, str, bytes]]:
