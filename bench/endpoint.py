@@ -13,7 +13,8 @@ the length of a 2 KiB body, driven by the same raw-socket client (the cost of
   POSTs answered on it, deadlines and a connection cap).
 - `aiohttp`: the same two handlers in an aiohttp `web.Application` (its C parser, no
   access log), the library the issue asked to weigh. aiohttp is not a nodeqos
-  dependency: the arm runs only where it is importable, and says so otherwise.
+  dependency: the arm runs only where it is importable (`pip install --target DIR
+  aiohttp`, then `PYTHONPATH=DIR`), and says why not otherwise.
 
 Each arm: POST round trips over one keep-alive connection (as kube-scheduler calls the
 extender) and `/healthz` on a new connection per request (as the kubelet probes), then

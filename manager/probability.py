@@ -16,7 +16,8 @@ the webhook's change makes the API server run the policies once more, and then i
 The webhook configuration has `failurePolicy: Ignore` and a short timeout: a manager outage
 leaves the annotation unset, so the profile does not apply, and the pod is created.
 
-The serving certificate is made with `openssl` (a throwaway CA and a leaf for the
+The serving certificate is made with `openssl` (each step bounded by OPENSSL_TIMEOUT; ECDSA
+P-256 keys, a cheap TLS handshake; a throwaway CA and a leaf for the
 Service's DNS names and 127.0.0.1) by the first replica to start, and kept in the Secret
 `nodeqos-manager-webhook` so every replica behind the Service serves the same one; the CA
 goes into the configuration's `caBundle`. Delete the Secret to have a new one made.
