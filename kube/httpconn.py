@@ -156,9 +156,9 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        if self.state is State.IDLE:
+        if self.state is State.IDLE and self.transport is not None:
             self._enter(State.IDLE, self.server.idle_timeout)
-        self._advance()
+            self._carry_on(self.transport)
 
     # -- the sweep and eviction ----------------------------------------------------------
 
@@ -190,6 +190,8 @@ class Connection(asyncio.Protocol):
 
     def _advance(self) -> None:
         """Parse and dispatch what the buffer holds, one request at a time."""
+        if self.transport is None or self.transport.is_closing():
+            return
         if self.state is State.HEAD:
             end = self._buffer.find(b"\r\n\r\n")
             cut = end + 4
@@ -318,12 +320,19 @@ class Connection(asyncio.Protocol):
             self._linger(transport)
             return
         self._enter(State.IDLE, self.server.idle_timeout)
-        if self._write_paused:
+        if self._write_paused:  # the client is not reading: neither do we (resume_writing)
             self.deadline = self.clock() + self.server.write_timeout
+            return
+        self._carry_on(transport)
+
+    def _carry_on(self, transport: asyncio.Transport) -> None:
+        """After a reply: read again, and parse what is already buffered (pipelining)."""
         transport.resume_reading()
         if self._buffer:
             self._enter(State.HEAD, self.server.header_timeout)
-            self._advance()
+            # on the next loop turn, not here: a reply given inline would recurse once per
+            # pipelined request, and one read can hold thousands of them
+            asyncio.get_running_loop().call_soon(self._advance)
         elif self._eof:
             transport.close()
 

@@ -39,6 +39,7 @@ from extender.view import ClusterView
 from kube import endpoint
 from manager import probability
 from tests.builders import T0, make_node_dict, make_nodemetric_dict, make_pod_dict
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -296,9 +297,11 @@ def test_probes_and_verbs_stay_fast_under_idle_connections_and_slowloris(
         assert _p99(verbs) < P99_BOUND
 
         # the slowloris has run all along: each of its connections was dropped in time
-        deadline = time.monotonic() + SHORT.header_timeout + SLACK
-        while len(attack.lifetimes) < SLOW and time.monotonic() < deadline:
-            attack.stop.wait(0.1)
+        eventually(
+            lambda: len(attack.lifetimes) >= SLOW,
+            "the slowloris connections dropped",
+            timeout=SHORT.header_timeout + SLACK,
+        )
         attack.stop.set()
         attacker.join(IO_TIMEOUT)
         assert not attack.errors
@@ -306,12 +309,14 @@ def test_probes_and_verbs_stay_fast_under_idle_connections_and_slowloris(
         assert max(attack.lifetimes) < SHORT.header_timeout + SLACK
 
         # and every idle connection is closed by the server within the idle timeout
-        deadline = idle_since + SHORT.idle_timeout + SLACK
         left = list(idle)
-        while left and time.monotonic() < deadline:
-            left = [sock for sock in left if not _closed_by_server(sock)]
-            time.sleep(0.1)
-        assert not left, f"{len(left)} idle connections still open after the idle timeout"
+
+        def all_closed() -> bool:
+            left[:] = [sock for sock in left if not _closed_by_server(sock)]
+            return not left
+
+        eventually(all_closed, "every idle connection closed", timeout=SHORT.idle_timeout + SLACK)
+        assert time.monotonic() - idle_since < SHORT.idle_timeout + SLACK
     finally:
         attack.stop.set()
         attacker.join(IO_TIMEOUT)
