@@ -68,6 +68,24 @@ class Limits:
     # hand-offs of the pool (bench/endpoint.py). A larger one goes to the pool, so a huge
     # body (or many) never holds up /healthz for the whole of its decoding.
     inline_body: int = 64 * 1024
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name}: must be positive"
+            for name in (
+                "max_connections",
+                "workers",
+                "idle_timeout",
+                "header_timeout",
+                "body_timeout",
+                "write_timeout",
+                "max_body",
+            )
+            if not getattr(self, name) > 0
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+
     idle_timeout: float = 60.0  # keep-alive between requests (kubelet and Go clients reconnect)
     header_timeout: float = 10.0  # a request's head, from its first byte; the TLS handshake
     body_timeout: float = 30.0  # a request's body, from its head (30 MiB at 1 MB/s)
@@ -111,14 +129,21 @@ class Endpoint:
         handshake = limits.header_timeout if tls is not None else None
         if isinstance(address, socket.socket):
             serving = self._loop.create_server(
-                self._core.connection, sock=address, backlog=1024, ssl=tls,
+                self._core.connection,
+                sock=address,
+                backlog=1024,
+                ssl=tls,
                 ssl_handshake_timeout=handshake,
-            )  # fmt: skip
+            )
         else:
             serving = self._loop.create_server(
-                self._core.connection, address[0], address[1], backlog=1024, ssl=tls,
+                self._core.connection,
+                address[0],
+                address[1],
+                backlog=1024,
+                ssl=tls,
                 ssl_handshake_timeout=handshake,
-            )  # fmt: skip
+            )
         try:
             self._server = self._loop.run_until_complete(serving)
         except BaseException:

@@ -176,3 +176,9 @@ def test_a_client_that_never_reads_is_dropped_after_the_write_timeout() -> None:
             assert time.monotonic() - start < limits.write_timeout + 3
     finally:
         server.close()
+
+
+def test_limits_must_be_positive() -> None:
+    """A zero or negative limit is refused, naming every bad field."""
+    with pytest.raises(ValueError, match=r"max_connections: must be positive; idle_timeout"):
+        endpoint.Limits(max_connections=0, idle_timeout=-1.0)
