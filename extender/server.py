@@ -3,7 +3,7 @@
 The verbs are answered by the profile's plugins (`extender.framework`); a bare
 `ClusterView` is served as LoadAwareScheduling alone.
 
-Built on `kube.endpoint` (shared with the agent and the descheduler). A verb
+Built on `kube.endpoint` (shared with every daemon: its limits and timeouts). A verb
 never raises out of here: a malformed request is answered 400 with the reason;
 an unexpected failure 500 with the reason logged. kube-scheduler treats either
 as an extender error, and the shipped configuration marks the extender
@@ -132,6 +132,8 @@ class HttpServer(endpoint.Endpoint):
         target: Framework | ClusterView,
         registry: CollectorRegistry,
         readiness: endpoint.Readiness,
+        *,
+        limits: endpoint.Limits = endpoint.LIMITS,
     ) -> None:
         telemetry = Telemetry(registry)
         super().__init__(
@@ -140,4 +142,5 @@ class HttpServer(endpoint.Endpoint):
             readiness,
             name="extender-http",
             routes=routes(as_framework(target, registry), telemetry),
+            limits=limits,
         )

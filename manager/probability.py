@@ -16,7 +16,8 @@ the webhook's change makes the API server run the policies once more, and then i
 The webhook configuration has `failurePolicy: Ignore` and a short timeout: a manager outage
 leaves the annotation unset, so the profile does not apply, and the pod is created.
 
-The serving certificate is made with `openssl` (a throwaway CA and a leaf for the
+The serving certificate is made with `openssl` (each step bounded by OPENSSL_TIMEOUT; ECDSA
+P-256 keys, a cheap TLS handshake; a throwaway CA and a leaf for the
 Service's DNS names and 127.0.0.1) by the first replica to start, and kept in the Secret
 `nodeqos-manager-webhook` so every replica behind the Service serves the same one; the CA
 goes into the configuration's `caBundle`. Delete the Secret to have a new one made.
@@ -24,19 +25,18 @@ goes into the configuration's `caBundle`. Delete the Secret to have a new one ma
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import random
+import socket
 import ssl
 import subprocess
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kube import rest
+from kube import endpoint, rest
 
 log = logging.getLogger("manager.probability")
 
@@ -120,9 +120,9 @@ def make_certificate(directory: Path, hosts: list[str]) -> Certificate:
     )
     ext = directory / "ext.cnf"
     ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n", encoding="utf-8")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj",
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650", "-subj",
              "/CN=nodeqos-manager-webhook-ca", "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={hosts[0]}",
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", f"/CN={hosts[0]}",
              "-keyout", str(key), "-out", str(csr))  # fmt: skip
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
              "-CAcreateserial", "-days", "3650", "-extfile", str(ext), "-out", str(cert))  # fmt: skip
@@ -177,17 +177,36 @@ def shared_certificate(
     )
 
 
+OPENSSL_TIMEOUT = 60.0  # an RSA-2048 key takes well under a second; a hung openssl must not hang us
+
+
 def _openssl(*args: str) -> None:
-    done = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            ["openssl", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=OPENSSL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as err:  # run() has killed it
+        raise RuntimeError(
+            f"openssl {' '.join(args[:2])}: no answer in {err.timeout:.0f}s"
+        ) from err
     if done.returncode != 0:
         raise RuntimeError(f"openssl {' '.join(args[:2])}: {done.stderr.strip()}")
 
 
+MAX_REVIEW = 8 * 1024 * 1024  # an AdmissionReview carries one Pod (etcd holds at most 1.5 MiB)
+LIMITS = endpoint.Limits(max_body=MAX_REVIEW)
+
+
 class Server:
-    """The HTTPS webhook server, in a thread of the manager process.
+    """The HTTPS webhook server, on `kube.endpoint` (its limits and timeouts) over TLS.
 
     `percent_of(profile)` gives a profile's percentage from the controller's cache (None
-    when unknown: the pod is let through untouched)."""
+    when unknown: the pod is let through untouched). The port is bound at once (see
+    `port`); requests are served from `start()` to `stop()`."""
 
     def __init__(
         self,
@@ -197,65 +216,61 @@ class Server:
         *,
         draw: Callable[[], int] = lambda: random.randrange(100),
         record: Callable[[str], None] = lambda _decision: None,
+        limits: endpoint.Limits = LIMITS,
     ) -> None:
         self.certificate = certificate
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.certificate.cert, self.certificate.key)
-        handler = _handler(percent_of, draw, record)
-        self._httpd = http.server.ThreadingHTTPServer(address, handler)
-        self._httpd.daemon_threads = True
-        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
-        self._thread: threading.Thread | None = None
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(self.certificate.cert, self.certificate.key)
+        self._route = _route(percent_of, draw, record)
+        self._limits = limits
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._socket: socket.socket | None = socket.create_server(address, family=family)
+        self._port = int(self._socket.getsockname()[1])
+        self._endpoint: endpoint.Endpoint | None = None
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._port
 
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="probability-webhook", daemon=True
+        if self._socket is None:
+            raise RuntimeError("the webhook server was stopped")
+        self._endpoint = endpoint.Endpoint(
+            self._socket,
+            None,
+            name="probability-webhook",
+            prefix_routes={PATH_PREFIX: self._route},
+            tls=self._context,
+            limits=self._limits,
         )
-        self._thread.start()
 
     def stop(self) -> None:
-        if self._thread is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5.0)
-        self._thread = None
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
 
 
-def _handler(
+def _route(
     percent_of: Callable[[str], int | None],
     draw: Callable[[], int],
     record: Callable[[str], None],
-) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-                review = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.startswith(PATH_PREFIX) or not isinstance(review, dict):
-                    raise ValueError(f"unexpected request to {self.path}")
-                profile = self.path[len(PATH_PREFIX) :].split("?", 1)[0]
-                body = json.dumps(
-                    review_response(review, profile, percent_of(profile), draw, record)
-                )
-            except (ValueError, json.JSONDecodeError) as err:
-                self.send_error(400, str(err))
-                return
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+) -> endpoint.PrefixRoute:
+    def review(profile: str, body: bytes) -> tuple[int, bytes]:
+        try:
+            decoded = json.loads(body or b"{}")
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError alike
+            return 400, json.dumps({"error": f"bad AdmissionReview: {err}"}).encode()
+        if not isinstance(decoded, dict) or not profile or "/" in profile:
+            return 400, json.dumps(
+                {"error": "expected an AdmissionReview for one profile"}
+            ).encode()
+        answer = review_response(decoded, profile, percent_of(profile), draw, record)
+        return 200, json.dumps(answer).encode()
 
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug(format, *args)
-
-    return Handler
+    return review
 
 
 @dataclass(frozen=True, slots=True)

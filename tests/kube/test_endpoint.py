@@ -9,12 +9,14 @@ oversized headers, and what it must leave to the stdlib.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from kube import endpoint
+from tests.waiting import eventually
 
 
 def _echo(body: bytes) -> tuple[int, bytes]:
@@ -116,14 +118,67 @@ def test_too_many_headers_are_refused(served: tuple[str, int]) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", [b"GET /livez HTTP/2.0\r\n\r\n", b"NONSENSE\r\n\r\n", b"POST /echo HTTP/1.x\r\n\r\n"]
+    ("line", "status"),
+    [
+        pytest.param(b"GET /livez HTTP/2.0\r\n\r\n", b"505", id="http2"),
+        pytest.param(b"NONSENSE\r\n\r\n", b"400", id="garbage"),
+        pytest.param(b"POST /echo HTTP/1.x\r\n\r\n", b"400", id="bad-version"),
+        pytest.param(b"GET /livez\r\n\r\n", b"400", id="http0.9"),
+    ],
 )
-def test_other_request_lines_get_the_stdlib_answer(served: tuple[str, int], line: bytes) -> None:
-    """The stdlib's error page (with no status line: it cannot tell the version)."""
+def test_other_request_lines_are_refused(
+    served: tuple[str, int], line: bytes, status: bytes
+) -> None:
+    """Anything but HTTP/1.0 or 1.1 gets its status and a closed connection."""
     reply = _exchange(served, line)
-    assert b"Error code: 400" in reply or b"Error code: 505" in reply, reply[:200]
+    assert reply.startswith(b"HTTP/1.1 " + status), reply[:200]
+    assert reply.count(b"HTTP/1.1 ") == 1
 
 
 def test_double_slash_paths_are_reduced(served: tuple[str, int]) -> None:
     reply = _exchange(served, b"GET //livez HTTP/1.1\r\nConnection: close\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b"ok\n")
+
+
+def test_thousands_of_pipelined_requests_are_all_answered_in_order(
+    served: tuple[str, int],
+) -> None:
+    """One read can hold thousands of small requests: each is answered, in order, without
+    the server recursing once per request."""
+    requests = [_post(b"x" * (i % 7)) for i in range(5_000)]
+    reply = _exchange(served, *requests, _post(b"", "Connection: close"))
+    assert reply.count(b"HTTP/1.1 200 OK\r\n") == 5_001
+    bodies = [part.split(b"\r\n\r\n", 1)[1] for part in reply.split(b"HTTP/1.1 200 OK\r\n")[1:]]
+    assert bodies[:8] == [b'{"got":%d}' % (i % 7) for i in range(8)]
+    assert bodies[-1] == b'{"got":0}'
+
+
+def test_a_client_that_never_reads_is_dropped_after_the_write_timeout() -> None:
+    """Pipelined requests whose replies are never read: the server stops reading when its
+    send buffer fills, and drops the connection after `write_timeout`."""
+    limits = endpoint.Limits(write_timeout=1.0, header_timeout=1.0, body_timeout=1.0)
+    big = b"y" * (1 << 20)
+    server = endpoint.Endpoint(
+        ("127.0.0.1", 0),
+        CollectorRegistry(),
+        lambda: {"ready": True},
+        routes={"/big": lambda _body: (200, big)},
+        limits=limits,
+    )
+    try:
+        with socket.create_connection(server.address, timeout=5) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            request = b"POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+            sock.sendall(request * 50)
+            eventually(lambda: server.connections == 1, "the connection admitted", timeout=5)
+            start = time.monotonic()
+            eventually(lambda: server.connections == 0, "the connection dropped", timeout=10)
+            assert time.monotonic() - start < limits.write_timeout + 3
+    finally:
+        server.close()
+
+
+def test_limits_must_be_positive() -> None:
+    """A zero or negative limit is refused, naming every bad field."""
+    with pytest.raises(ValueError, match=r"max_connections: must be positive; idle_timeout"):
+        endpoint.Limits(max_connections=0, idle_timeout=-1.0)

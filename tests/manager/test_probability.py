@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,3 +94,20 @@ def test_configuration_is_scoped_and_never_blocks() -> None:
     assert webhook["objectSelector"] == {"matchLabels": {"app": "x"}}
     assert webhook["failurePolicy"] == "Ignore" and webhook["timeoutSeconds"] <= 5
     assert "colocation.nodeqos.io/prof" in webhook["matchConditions"][0]["expression"]
+
+
+def test_a_hung_openssl_is_killed_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An openssl that never returns costs OPENSSL_TIMEOUT, then a RuntimeError naming it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hung = bin_dir / "openssl"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(probability, "OPENSSL_TIMEOUT", 0.5)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="no answer in"):
+        probability.make_certificate(tmp_path, ["127.0.0.1"])
+    assert time.monotonic() - start < 5.0
