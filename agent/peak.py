@@ -7,16 +7,16 @@ Koordinator's koordlet (`pkg/koordlet/prediction/peak_predictor.go`, the
 `ProdReclaimablePredictor`), which takes the smaller of two estimates:
 
 - **per pod** (`podReclaimablePredictor`): for each Prod pod (priority class
-  Prod, or none), peak = p95 CPU and p98 memory of its own histograms × (1 +
-  margin); reclaimable += request − peak where positive. A pod younger than
+  Prod, or none), peak = p95 CPU and p98 memory of its own histograms x (1 +
+  margin); reclaimable += request - peak where positive. A pod younger than
   the cold start, or without a prediction, reclaims nothing and counts its
   request as its peak; a terminating or finished pod counts for nothing.
-  Result: min(allocatable − Σ peaks (floored at 0), Σ reclaimable).
+  Result: min(allocatable - Σ peaks (floored at 0), Σ reclaimable).
 - **per priority class** (`priorityReclaimablePredictor`): peak = (p95 CPU and
   p98 memory of the system part + of the Prod class + of the no-class
-  class, each class's histogram fed with its pods' summed usage) × (1 +
-  margin); reclaimable = max(Σ requests of the running Prod pods − peak, 0),
-  at most allocatable − peak. While the system or a class item has no
+  class, each class's histogram fed with its pods' summed usage) x (1 +
+  margin); reclaimable = max(Σ requests of the running Prod pods - peak, 0),
+  at most allocatable - peak. While the system or a class item has no
   prediction (its cold start), koordlet reports nothing (an error); nodeqos
   reports 0 reclaimable and the per-pod peak (docs/deviations.md,
   `prediction-cold-start`).

@@ -4,7 +4,7 @@ Koordinator's koordlet `peakPredictServer` (`pkg/koordlet/prediction`), in the
 agent. Every `training_interval` (default 1 minute) `PredictionLoop`, run
 after each collection round, reads from the metric cache the p90 of each
 pod's CPU and memory over the last interval and of the node's system part
-(`metriccache.kinds.SYSTEM_*`: node − pods − host apps), and `PeakPredictor.train`
+(`metriccache.kinds.SYSTEM_*`: node - pods - host apps), and `PeakPredictor.train`
 adds them, weight 1, to the histograms of:
 
 - every Prod pod (priority class Prod or none: `agent.peak.PRODUCTIVE`);
@@ -122,8 +122,8 @@ class _Model:
             raise hist.CheckpointError("not an object")
         if raw.get("version") != MODEL_VERSION:
             raise hist.CheckpointError(f"version {raw.get('version')!r}, want {MODEL_VERSION}")
-        last, observed = raw.get("last"), raw.get("observed")
-        if not _finite(last) or not _finite(observed) or observed < 0:
+        last, observed = _finite(raw.get("last")), _finite(raw.get("observed"))
+        if last is None or observed is None or observed < 0:
             raise hist.CheckpointError("last or observed is not a number")
         model = cls(config)
         model.cpu = hist.DecayingHistogram.from_checkpoint(
@@ -132,12 +132,15 @@ class _Model:
         model.memory = hist.DecayingHistogram.from_checkpoint(
             raw.get("memory"), MEMORY_BUCKETS, config.memory_half_life
         )
-        model.last, model.observed, model.dirty = float(last), float(observed), False
+        model.last, model.observed, model.dirty = last, observed, False
         return model
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _finite(value: object) -> float | None:
+    """`value` as a float when it is a finite JSON number, else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,16 +201,17 @@ class PeakPredictor:
 
     def _add(self, item: str, usage: Usage, now: float, jumped: list[str]) -> None:
         model = self._models.get(item)
-        if model is not None and model.last is not None and now < model.last:
-            if model.last - now > self.config.training_interval:
+        last = None if model is None else model.last
+        if last is not None and now < last:
+            if last - now > self.config.training_interval:
                 jumped.append(item)
-                model = None
+                model, last = None, None
             else:
-                now = model.last  # a small step back: keep the samples in order
+                now = last  # a small step back: keep the samples in order
         if model is None:
             model = self._models[item] = _Model(self.config)
-        if model.last is not None:
-            model.observed += min(now - model.last, 2 * self.config.training_interval)
+        if last is not None:
+            model.observed += min(now - last, 2 * self.config.training_interval)
         model.cpu.add(usage.cpu, 1.0, now)
         model.memory.add(usage.memory, 1.0, now)
         model.last, model.dirty = now, True

@@ -247,7 +247,7 @@ class DecayingHistogram:
         if self.reference is None or t > self.reference + self.half_life * _MAX_DECAY_EXPONENT:
             self._shift_reference(t)
         assert self.reference is not None
-        return 2.0 ** ((t - self.reference) / self.half_life)
+        return math.exp2((t - self.reference) / self.half_life)
 
     def _shift_reference(self, t: float) -> None:
         new = round(t / self.half_life) * self.half_life
@@ -269,9 +269,7 @@ class DecayingHistogram:
         }
 
     @classmethod
-    def from_checkpoint(
-        cls, raw: object, buckets: Buckets, half_life: float
-    ) -> DecayingHistogram:
+    def from_checkpoint(cls, raw: object, buckets: Buckets, half_life: float) -> DecayingHistogram:
         """The histogram `raw` holds; `CheckpointError` when it is not one of this layout."""
         if not isinstance(raw, Mapping):
             raise CheckpointError(f"not a checkpoint object: {type(raw).__name__}")

@@ -159,7 +159,9 @@ def test_load_from_checkpoint() -> None:
 @pytest.mark.parametrize(
     ("weights", "total"),
     [
-        pytest.param({-1: 1}, 1.0, id="TestHistogramLoadFromCheckpointReturnsErrorOnNegativeBucket"),
+        pytest.param(
+            {-1: 1}, 1.0, id="TestHistogramLoadFromCheckpointReturnsErrorOnNegativeBucket"
+        ),
         pytest.param({99: 1}, 1.0, id="TestHistogramLoadFromCheckpointReturnsErrorOnInvalidBucket"),
         pytest.param({}, -1.0, id="TestHistogramLoadFromCheckpointReturnsErrorNegativeTotaWeight"),
     ],
