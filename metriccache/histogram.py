@@ -28,6 +28,7 @@ This package imports nothing else of nodeqos.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,25 +108,50 @@ def linear_buckets(max_value: float, size: float, epsilon: float) -> Buckets:
 
 
 class Histogram:
-    """Weights of samples per bucket; see the module docstring."""
+    """Weights of samples per bucket; see the module docstring.
 
-    __slots__ = ("_max", "_min", "buckets", "total", "weights")
+    Only the span of buckets ever touched is stored (an `array` of doubles
+    from the lowest to the highest), not the whole layout: a pod's usage
+    covers a few dozen of the CPU layout's 158 buckets, and the agent keeps
+    two histograms per Prod pod within its memory budget.
+    """
+
+    __slots__ = ("_lo", "_max", "_min", "_w", "buckets", "total")
 
     def __init__(self, buckets: Buckets) -> None:
         self.buckets = buckets
-        self.weights = [0.0] * buckets.count
+        self._lo = 0  # the bucket _w[0] holds
+        self._w = array("d")
         self.total = 0.0
         self._min = buckets.count - 1  # first non-empty bucket, else the last
         self._max = 0  # last non-empty bucket, else 0
+
+    def weight(self, bucket: int) -> float:
+        """The weight in `bucket`."""
+        i = bucket - self._lo
+        return self._w[i] if 0 <= i < len(self._w) else 0.0
+
+    def _slot(self, bucket: int) -> int:
+        """The index of `bucket` in the stored span, widening it as needed."""
+        if not self._w:
+            self._lo = bucket
+            self._w.append(0.0)
+        elif bucket < self._lo:
+            self._w[0:0] = array("d", bytes(8 * (self._lo - bucket)))
+            self._lo = bucket
+        elif bucket >= self._lo + len(self._w):
+            self._w.extend(array("d", bytes(8 * (bucket - self._lo - len(self._w) + 1))))
+        return bucket - self._lo
 
     def add(self, value: float, weight: float) -> None:
         """Add a sample of `value` with `weight` (>= 0)."""
         if weight < 0:
             raise ValueError("sample weight must be non-negative")
         bucket = self.buckets.find(value)
-        self.weights[bucket] += weight
+        i = self._slot(bucket)
+        self._w[i] += weight
         self.total += weight
-        if self.weights[bucket] >= self.buckets.epsilon:
+        if self._w[i] >= self.buckets.epsilon:
             self._min = min(self._min, bucket)
             self._max = max(self._max, bucket)
 
@@ -136,12 +162,13 @@ class Histogram:
         bucket = self.buckets.find(value)
         eps = self.buckets.epsilon
         self.total = _floored(self.total - weight, eps)
-        self.weights[bucket] = _floored(self.weights[bucket] - weight, eps)
+        i = self._slot(bucket)
+        self._w[i] = _floored(self._w[i] - weight, eps)
         self._fix_range()
 
     def is_empty(self) -> bool:
         """Whether no bucket holds at least epsilon."""
-        return self.weights[self._min] < self.buckets.epsilon
+        return self.weight(self._min) < self.buckets.epsilon
 
     def percentile(self, p: float) -> float:
         """The end of the bucket holding the p-th fraction of the weight (0 when empty)."""
@@ -151,7 +178,7 @@ class Histogram:
         partial = 0.0
         bucket = self._min
         while bucket < self._max:
-            partial += self.weights[bucket]
+            partial += self.weight(bucket)
             if partial >= threshold:
                 break
             bucket += 1
@@ -163,27 +190,28 @@ class Histogram:
         """Multiply every weight by `factor` (>= 0); percentiles do not change."""
         if factor < 0:
             raise ValueError("scale factor must be non-negative")
-        for bucket in range(self._min, self._max + 1):
-            self.weights[bucket] *= factor
+        for i in range(len(self._w)):
+            self._w[i] *= factor
         self.total *= factor
         self._fix_range()
 
     def _fix_range(self) -> None:
         eps, last = self.buckets.epsilon, self.buckets.count - 1
-        while self.weights[self._min] < eps and self._min < last:
+        while self.weight(self._min) < eps and self._min < last:
             self._min += 1
-        while self.weights[self._max] < eps and self._max > 0:
+        while self.weight(self._max) < eps and self._max > 0:
             self._max -= 1
 
     def checkpoint_weights(self) -> dict[int, int]:
         """Bucket -> weight scaled so the heaviest is `MAX_CHECKPOINT_WEIGHT`, zeros dropped."""
-        heaviest = max(self.weights[self._min : self._max + 1], default=0.0)
+        span = range(self._min, self._max + 1)
+        heaviest = max((self.weight(b) for b in span), default=0.0)
         if heaviest <= 0:
             return {}
         ratio = MAX_CHECKPOINT_WEIGHT / heaviest
         out = {}
-        for bucket in range(self._min, self._max + 1):
-            weight = math.floor(self.weights[bucket] * ratio + 0.5)
+        for bucket in span:
+            weight = math.floor(self.weight(bucket) * ratio + 0.5)
             if weight > 0:
                 out[bucket] = weight
         return out
@@ -203,8 +231,8 @@ class Histogram:
         if count == 0:
             return
         ratio = total / count
-        for bucket, weight in weights.items():
-            self.weights[bucket] += weight * ratio
+        for bucket, weight in sorted(weights.items()):
+            self._w[self._slot(bucket)] += weight * ratio
             self._min = min(self._min, bucket)
             self._max = max(self._max, bucket)
         self.total += total

@@ -153,7 +153,7 @@ def test_load_from_checkpoint() -> None:
     """TestHistogramLoadFromCheckpoint: weights rescaled to the total."""
     h = hist.Histogram(LINEAR)
     h.load_weights({0: 1, 1: 2}, 6.0)
-    assert h.total == 6.0 and h.weights[0] == 2.0 and h.weights[1] == 4.0
+    assert h.total == 6.0 and h.weight(0) == 2.0 and h.weight(1) == 4.0
 
 
 @pytest.mark.parametrize(
