@@ -145,6 +145,9 @@ def run(
     training = predictor.PredictionLoop(
         peaks, agent.cache, lambda: pod_classes(states), clock.time, clock.monotonic
     )
+    registry.register(
+        telemetry.PredictionCollector(lambda: prod_prediction(peaks, states, clock.time()))
+    )
     try:
         server = assembly.serve(config, registry, readiness)
         states.start()

@@ -66,6 +66,8 @@ def test_prediction_is_published_after_the_cold_start_and_restored_on_restart(
         # 500m requested, ~0.1 core used (+10%), the system part ~0.1 core: about 280m
         assert 150 <= warm["cpu"] <= 400, warm
         assert 0 < warm["memory"] < 256 << 20, warm
+        warm_gauge = agent.metric("nodeqos_agent_prediction_warm")
+        assert warm_gauge == 1.0, agent.log()[-3000:]
         assert agent.terminate() == 0, agent.log()[-3000:]
         assert "histogram pair(s) saved" in agent.log()
     kube.replace(
