@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TextIO
@@ -199,8 +200,24 @@ def print_status(
     out.flush()
 
 
-def collect(agent: Agent, config: AgentConfig, clock: Clock, stop: threading.Event) -> None:
-    """Run collection rounds on the deadline schedule until `stop` or `--run-for`."""
+def collect(
+    agent: Agent,
+    config: AgentConfig,
+    clock: Clock,
+    stop: threading.Event,
+    after_round: Callable[[], object] | None = None,
+) -> None:
+    """Run collection rounds on the deadline schedule until `stop` or `--run-for`.
+
+    `after_round` runs after each round (the peak predictor's training).
+    """
     ticker = Ticker(config.collect_interval, clock, stop.wait, on_missed=agent.metrics.missed)
-    stats = ticker.run(agent.collection.run_round, duration=config.run_for)
+
+    def round_then_hook() -> object:
+        rnd = agent.collection.run_round()
+        if after_round is not None:
+            after_round()
+        return rnd
+
+    stats = ticker.run(round_then_hook, duration=config.run_for)
     log.info("collected %d rounds (%d ticks missed)", stats.rounds, stats.missed)

@@ -33,7 +33,7 @@ import click
 from prometheus_client import CollectorRegistry
 
 import qosmanager
-from agent import assembly, cluster, config, features, schedule, standalone
+from agent import assembly, cluster, config, features, predictor, schedule, standalone
 from qosmanager import features as qfeatures
 
 log = logging.getLogger("agent")
@@ -184,7 +184,59 @@ def _agent_params() -> list[click.Parameter]:
             is_flag=True,
             help="On exit, print the NodeMetric status the agent would publish, as YAML.",
         ),
+        *_prediction_params(),
         click.Option(["-v", "--verbose"], is_flag=True, help="Log debug messages."),
+    ]
+
+
+def _prediction_params() -> list[click.Parameter]:
+    """koordlet's --prediction-* flags (the peak predictor behind prodReclaimableMetric)."""
+    d = predictor.PredictorConfig()  # the defaults; the durations' texts below say the same
+
+    def duration(flag: str, text: str, help_text: str) -> click.Option:
+        return click.Option(
+            [flag],
+            metavar="DURATION",
+            default=text,
+            show_default=True,
+            callback=_parsed_by(config.parse_duration),
+            help=help_text,
+        )
+
+    return [
+        duration(
+            "--prediction-cold-start-duration",
+            "24h",
+            "How long a histogram must have been observed before it predicts; "
+            "nothing is reclaimed before.",
+        ),
+        click.Option(
+            ["--prediction-safety-margin-percent"],
+            type=click.IntRange(0, 1000),
+            default=d.safety_margin_percent,
+            show_default=True,
+            help="Added to the predicted peak, in percent.",
+        ),
+        duration(
+            "--prediction-cpu-histogram-decay-halflife",
+            "12h",
+            "A CPU sample loses half its weight every this long.",
+        ),
+        duration(
+            "--prediction-memory-histogram-decay-halflife",
+            "24h",
+            "A memory sample loses half its weight every this long.",
+        ),
+        duration(
+            "--prediction-training-interval",
+            "1m",
+            "How often the histograms take the last interval's p90 usage.",
+        ),
+        duration(
+            "--prediction-model-checkpoint-interval",
+            "10m",
+            "How often the histograms are saved into the metric cache.",
+        ),
     ]
 
 
@@ -261,6 +313,12 @@ def _run_agent(
     print_nodemetric: bool,
     verbose: bool,
     qos_extension_plugins: dict[str, bool],
+    prediction_cold_start_duration: float,
+    prediction_safety_margin_percent: int,
+    prediction_cpu_histogram_decay_halflife: float,
+    prediction_memory_histogram_decay_halflife: float,
+    prediction_training_interval: float,
+    prediction_model_checkpoint_interval: float,
 ) -> None:
     """Validate the flags into an `AgentConfig` and run the agent (see `_HELP`)."""
     logging.basicConfig(
@@ -299,6 +357,14 @@ def _run_agent(
         standalone=standalone_mode,
         run_for=run_for,
         print_nodemetric=print_nodemetric,
+        prediction=predictor.PredictorConfig(
+            cold_start=prediction_cold_start_duration,
+            safety_margin_percent=prediction_safety_margin_percent,
+            cpu_half_life=prediction_cpu_histogram_decay_halflife,
+            memory_half_life=prediction_memory_histogram_decay_halflife,
+            training_interval=prediction_training_interval,
+            checkpoint_interval=prediction_model_checkpoint_interval,
+        ),
     )
     log.info(
         "nodeqos-agent %s on node %s; feature gates %s; QoS extension plugins %s",

@@ -7,6 +7,9 @@
 - the collection half, assembled by `agent.assembly.assemble` exactly as in
   standalone mode except for its `PodSource`: `discovery.ClusterDiscovery`
   over the informer's pods;
+- the peak predictor (`agent.predictor`): restored from the metric cache,
+  trained after collection rounds, its `prodReclaimableMetric` written by
+  the reporter, checkpointed into the metric cache when the agent stops;
 - the NodeMetric reporter (`agent.reporter`) in its own thread;
 - the QoS manager (`qosmanager.Manager`) over the plugin registry the CLI
   built (every built-in strategy, configured by its flags and gated by the
@@ -36,12 +39,12 @@ from prometheus_client import CollectorRegistry
 
 import cgroups
 import qosmanager
-from agent import assembly, discovery, health, reporter, telemetry
+from agent import assembly, discovery, health, peak, predictor, reporter, telemetry
 from agent import states as agent_states
 from agent.config import AgentConfig
 from agent.schedule import Clock, SystemClock
 from agent.server import MetricsServer
-from kube import events, rest, slo
+from kube import classify, events, quantity, rest, slo
 from metriccache import MetricCache
 
 log = logging.getLogger(__name__)
@@ -136,6 +139,15 @@ def run(
     server: MetricsServer | None = None
     manager: qosmanager.Manager | None = None
     threads: list[threading.Thread] = []
+    peaks = predictor.PeakPredictor(config.prediction, agent.cache)
+    restored = peaks.restore(clock.time())
+    log.info("peak predictor: %d histogram pair(s) restored from the metric cache", restored)
+    training = predictor.PredictionLoop(
+        peaks, agent.cache, lambda: pod_classes(states), clock.time, clock.monotonic
+    )
+    registry.register(
+        telemetry.PredictionCollector(lambda: prod_prediction(peaks, states, clock.time()))
+    )
     try:
         server = assembly.serve(config, registry, readiness)
         states.start()
@@ -148,6 +160,7 @@ def run(
             metrics=reporter.ReporterMetrics(registry),
             ready=readiness.register("reporter", "no report yet"),
             clock=clock,
+            prediction=lambda: prod_prediction(peaks, states, clock.time()),
         )
         threads.append(
             threading.Thread(
@@ -166,13 +179,64 @@ def run(
             config.node_name,
             ", ".join(manager.enabled()) or "none",
         )
-        assembly.collect(agent, config, clock, stop)
+        assembly.collect(agent, config, clock, stop, after_round=training.after_round)
         if config.print_nodemetric:
             assembly.print_status(agent, clock.time(), out, _policy(states))
     finally:
         stop.set()
         _shut_down(threads, manager, states, server, agent.cache)
+        _save_predictions(peaks, clock.time())
         agent.close()
+
+
+def pod_classes(states: agent_states.States) -> dict[str, classify.PriorityClass] | None:
+    """Every pod on the node by UID with its priority class; None before the first list."""
+    if not states.pods_synced:
+        return None
+    return {meta.uid: discovery.cluster_meta(meta).priority for meta in states.pods()}
+
+
+_FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+def pod_inputs(states: agent_states.States, now: float) -> list[peak.PodInput]:
+    """The predictor's view of the pods on the node (requests, class, age, terminating)."""
+    inputs = []
+    for meta in states.pods():
+        pod = meta.pod
+        created = pod.creation_timestamp
+        inputs.append(
+            peak.PodInput(
+                uid=pod.uid,
+                priority=discovery.cluster_meta(meta).priority,
+                cpu_request=pod.requests.get(quantity.CPU, 0),
+                memory_request=pod.requests.get(quantity.MEMORY, 0),
+                age=math.inf if created is None else now - created.timestamp(),
+                terminating=pod.deletion_timestamp is not None or pod.phase in _FINISHED,
+            )
+        )
+    return inputs
+
+
+def prod_prediction(
+    peaks: predictor.PeakPredictor, states: agent_states.States, now: float
+) -> peak.Reclaimable | None:
+    """`prodReclaimableMetric` for the reporter; None until the Node and Pods are listed."""
+    node = states.node()
+    if node is None or not states.pods_synced:
+        return None
+    allocatable = node.raw_allocatable or node.allocatable
+    return peaks.reclaimable(pod_inputs(states, now), allocatable)
+
+
+def _save_predictions(peaks: predictor.PeakPredictor, now: float) -> None:
+    try:
+        saved = peaks.checkpoint(now, force=True)
+    except Exception:
+        # The cache may refuse (full, disk error): the histograms of the last interval are lost.
+        log.exception("could not save the peak predictor's histograms")
+        return
+    log.info("peak predictor: %d histogram pair(s) saved", saved)
 
 
 def _policy(states: agent_states.States) -> slo.NodeMetricCollectPolicy | None:

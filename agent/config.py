@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import cgroups
-from agent import features
+from agent import features, predictor
 from kube import quantity
 from qosmanager import features as qfeatures
 
@@ -132,6 +132,8 @@ class AgentConfig:
     print_nodemetric: bool = False
     # Standalone pod discovery rescans the kubepods tree every this many seconds.
     rescan_seconds: float = 10.0
+    # The peak predictor's --prediction-* flags (in-cluster only).
+    prediction: predictor.PredictorConfig = field(default_factory=predictor.PredictorConfig)
 
     @property
     def rescan_every(self) -> int:

@@ -17,6 +17,9 @@ in-cluster reporter. The rules are docs/design.md's ("NodeMetric") and koordlet'
 - `podsMetric`: the average over `aggregateDurationSeconds` of every pod in
   `pods` that has both cpu and memory samples, sorted by namespace then name,
   with the pod's Koordinator priority and QoS classes.
+- `prodReclaimableMetric` / `prodPeakMetric`: the peak predictor's result
+  (`agent.peak.Reclaimable`) when the caller has one (the in-cluster agent);
+  left out otherwise, as koordlet without a predictor leaves them.
 
 CPU is written in whole millicores, rounded to nearest (koordlet truncates, so
 an average of 0.4999999 cores would read 499m); memory in whole bytes.
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from agent import peak
 from kube import classify, quantity, slo
 from metriccache import Aggregation, MetricCache, MetricKind, kinds
 
@@ -141,11 +145,13 @@ def build_status(
     pods: Mapping[str, PodMeta],
     now: float,
     policy: slo.NodeMetricCollectPolicy | None = None,
+    prod: peak.Reclaimable | None = None,
 ) -> slo.NodeMetricStatus:
     """The NodeMetric status at `now` (seconds since the epoch); see the module doc.
 
     `pods` are the pods on the node by UID; `policy` None means koord-manager's
-    defaults (300 s average, 5m/10m/30m windows).
+    defaults (300 s average, 5m/10m/30m windows); `prod` the predicted Prod
+    reclaimable and peak.
     """
     aggregate_seconds, durations = effective_policy(policy)
     window = _Window(now - aggregate_seconds, now)
@@ -163,4 +169,6 @@ def build_status(
         update_time=datetime.fromtimestamp(now, UTC),
         node_metric=node,
         pods_metric=_pods_metric(cache, pods, window),
+        prod_reclaimable=None if prod is None else prod.reclaimable,
+        prod_peak=None if prod is None else prod.peak,
     )

@@ -9,7 +9,8 @@ collection. Each report:
    separate controller is needed, unlike Koordinator;
 2. reads the spec's `metricCollectPolicy` (a spec we cannot parse counts as
    unset: the defaults) and builds the status with
-   `agent.nodemetric.build_status`, which holds every rule of docs/design.md, "NodeMetric";
+   `agent.nodemetric.build_status`, which holds every rule of docs/design.md, "NodeMetric",
+   with the peak predictor's `prodReclaimableMetric` when `prediction` is given;
 3. PUTs the object, carrying its `resourceVersion`, to the `status`
    subresource; on 409 Conflict it GETs the object again and retries, at
    most `CONFLICT_RETRIES` times; on 404 (deleted meanwhile) it creates it
@@ -51,7 +52,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from agent import health, nodemetric
+from agent import health, nodemetric, peak
 from agent.schedule import Clock
 from kube import cache, rest, slo
 from metriccache import MetricCache
@@ -171,6 +172,7 @@ class Reporter:
         metrics: ReporterMetrics,
         ready: health.Component,
         clock: Clock,
+        prediction: Callable[[], peak.Reclaimable | None] | None = None,
         first_delay: float = FIRST_REPORT_DELAY,
         backoff: cache.Backoff | None = None,
         limiter: rest.TokenBucket | None = None,
@@ -183,6 +185,7 @@ class Reporter:
         self._metrics = metrics
         self._ready = ready
         self._clock = clock
+        self._prediction = prediction
         self._first_delay = first_delay
         self._backoff = backoff or cache.Backoff(initial=RETRY_INITIAL, cap=RETRY_CAP)
         self._stop = threading.Event()
@@ -205,7 +208,10 @@ class Reporter:
             obj = self._current()
             policy = self._policy(obj)
             self._interval = report_interval(policy)
-            status = nodemetric.build_status(self._cache, self._pods(), self._clock.time(), policy)
+            prod = None if self._prediction is None else self._prediction()
+            status = nodemetric.build_status(
+                self._cache, self._pods(), self._clock.time(), policy, prod
+            )
             self._publish(obj, status)
         except rest.ApiUnavailable as err:
             return Outcome(Result.UNAVAILABLE, self._interval, str(err))

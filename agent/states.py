@@ -178,6 +178,11 @@ class States:
         """The pods bound to this node."""
         return self._pods.items()
 
+    @property
+    def pods_synced(self) -> bool:
+        """Whether `pods()` is the whole list (the Pods informer has listed once)."""
+        return self._pods.synced
+
     def node_slo(self) -> nodeslo.NodeSLOSpec:
         """The NodeSLO spec in force, merged over the defaults (see `NodeSLOState`)."""
         return self._slo.spec

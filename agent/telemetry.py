@@ -6,6 +6,7 @@ collection histogram, the error and missed-tick counters and the build info;
 cache at scrape time (the values already live there; a second copy in a Gauge
 could disagree with it). `NodeSLOCollector` shows the NodeSLO thresholds in
 force, so a change to the cluster's policy can be seen reaching the node.
+`PredictionCollector` shows the peak predictor's `prodReclaimableMetric` and peak.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from agent import peak
 from agent.collectors.base import Reason
 from agent.schedule import Clock
 from kube import nodeslo
@@ -164,4 +166,48 @@ class NodeSLOCollector:
             value = getattr(threshold, field)
             if value is not None:
                 family.add_metric([], float(value))
+            yield family
+
+
+_PREDICTION_GAUGES = (
+    ("nodeqos_agent_prod_reclaimable_cpu_cores", "prodReclaimableMetric CPU, in cores."),
+    ("nodeqos_agent_prod_reclaimable_memory_bytes", "prodReclaimableMetric memory, in bytes."),
+    ("nodeqos_agent_prod_peak_cpu_cores", "The predicted Prod peak CPU, in cores."),
+    ("nodeqos_agent_prod_peak_memory_bytes", "The predicted Prod peak memory, in bytes."),
+    ("nodeqos_agent_prediction_warm", "1 once the node items are out of their cold start."),
+)
+
+
+class PredictionCollector:
+    """The peak predictor's result, computed at scrape time (as the reporter computes it).
+
+    No sample while there is no result (the Node or Pods not listed yet).
+    """
+
+    def __init__(self, prediction: Callable[[], peak.Reclaimable | None]) -> None:
+        self._prediction = prediction
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples."""
+        for name, doc in _PREDICTION_GAUGES:
+            yield GaugeMetricFamily(name, doc)
+
+    def collect(self) -> Iterator[Metric]:
+        """The families with the prediction's values."""
+        found = self._prediction()
+        values = (
+            ()
+            if found is None
+            else (
+                found.reclaimable.cpu / 1000,
+                found.reclaimable.memory,
+                found.peak.cpu / 1000,
+                found.peak.memory,
+                1.0 if found.warm else 0.0,
+            )
+        )
+        for i, (name, doc) in enumerate(_PREDICTION_GAUGES):
+            family = GaugeMetricFamily(name, doc)
+            if values:
+                family.add_metric([], float(values[i]))
             yield family

@@ -366,6 +366,11 @@ class NodeMetricStatus:
     update_time: datetime | None = None
     node_metric: NodeMetricInfo | None = None
     pods_metric: tuple[PodMetricInfo, ...] = ()
+    # `prodReclaimableMetric: {resource: ResourceMap}`: what the Prod pods requested
+    # and are predicted not to use (Koordinator's ReclaimableMetric); None: not reported.
+    prod_reclaimable: Resources | None = None
+    # `prodPeakMetric: {resource: ResourceMap}`: the predicted Prod peak (PeakMetric).
+    prod_peak: Resources | None = None
 
     @classmethod
     def from_api(cls, raw: Mapping[str, Any] | None) -> NodeMetricStatus:
@@ -376,6 +381,8 @@ class NodeMetricStatus:
             update_time=objects.parse_time(raw.get("updateTime")),
             node_metric=None if info is None else NodeMetricInfo.from_api(info),
             pods_metric=tuple(PodMetricInfo.from_api(p) for p in raw.get("podsMetric") or ()),
+            prod_reclaimable=_wrapped_resources(raw.get("prodReclaimableMetric")),
+            prod_peak=_wrapped_resources(raw.get("prodPeakMetric")),
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -387,7 +394,16 @@ class NodeMetricStatus:
             out["nodeMetric"] = self.node_metric.to_api()
         if self.pods_metric:
             out["podsMetric"] = [p.to_api() for p in self.pods_metric]
+        if self.prod_reclaimable is not None:
+            out["prodReclaimableMetric"] = {"resource": resource_map_to_api(self.prod_reclaimable)}
+        if self.prod_peak is not None:
+            out["prodPeakMetric"] = {"resource": resource_map_to_api(self.prod_peak)}
         return out
+
+
+def _wrapped_resources(raw: Mapping[str, Any] | None) -> Resources | None:
+    """`{resource: ResourceMap}` (ReclaimableMetric, PeakMetric), None when absent."""
+    return None if raw is None else resource_map_from_api(raw.get("resource"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

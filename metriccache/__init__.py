@@ -28,7 +28,10 @@ Public surface:
   (labels: exactly the kind's); `aggregate_all(kind, labels, start, end) ->
   dict[LabelKey, Aggregation]` (labels: any subset); windows are [start, end],
   both ends included, clipped to the kind's retention.
-- `kv_set(key, JSONValue)`, `kv_get(key, default=None)`, `kv_delete(key)`.
+- `kv_set(key, JSONValue)`, `kv_get(key, default=None)`, `kv_keys(prefix="")`,
+  `kv_delete(key)`.
+- `metriccache.histogram`: decaying histograms with versioned checkpoints, the
+  peak predictor's store of usage distributions (kept in the kv half).
 - `flush() -> int`, `prune() -> int`, `stats() -> CacheStats`,
   `memory_bound_bytes() -> int`, `close()` (also a context manager).
 - `Aggregation(avg, p50, p90, p95, p99, last, count, first_time, last_time)`
@@ -42,7 +45,7 @@ Public surface:
 Memory bound: see `metriccache.cache`; persistence: see `metriccache.store`.
 """
 
-from metriccache import kinds
+from metriccache import histogram, kinds
 from metriccache.aggregate import Aggregation
 from metriccache.cache import MetricCache
 from metriccache.errors import (
@@ -69,5 +72,6 @@ __all__ = [
     "PersistenceError",
     "Sample",
     "SchemaError",
+    "histogram",
     "kinds",
 ]

@@ -311,6 +311,10 @@ class MetricCache:
         """The value stored under `key` (a fresh copy), or `default`."""
         return self._kv.get(key, default)
 
+    def kv_keys(self, prefix: str = "") -> list[str]:
+        """The keys stored that start with `prefix`, sorted."""
+        return self._kv.keys(prefix)
+
     def kv_delete(self, key: str) -> None:
         """Forget `key` (no error if absent)."""
         self._check_open()

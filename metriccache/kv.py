@@ -67,6 +67,11 @@ class KeyValueStore:
         text = self._texts.get(key)
         return default if text is None else cast(JSONValue, json.loads(text))
 
+    def keys(self, prefix: str = "") -> list[str]:
+        """The keys starting with `prefix`, sorted."""
+        with self._lock:
+            return sorted(k for k in self._texts if k.startswith(prefix))
+
     def delete(self, key: str) -> None:
         """Forget `key` (no error if absent)."""
         with self._lock:

@@ -75,12 +75,17 @@ def usage(resource_map: dict[str, Any]) -> tuple[int, int]:
 
 
 def check_shape(status: dict[str, Any], durations: list[str]) -> None:
-    """Every key of A3 and no other, every usage in the {"resources": ...} shape.
+    """Every key of A3 (and the peak predictor's) and no other, every usage in the
+    {"resources": ...} shape.
 
     (The API server returns keys sorted, so sets are compared, not orders.)
     """
-    assert set(status) <= {"updateTime", "nodeMetric", "podsMetric"}
+    predicted = {"prodReclaimableMetric", "prodPeakMetric"}
+    assert set(status) <= {"updateTime", "nodeMetric", "podsMetric", *predicted}
     assert {"updateTime", "nodeMetric"} <= set(status)
+    for key in predicted & set(status):  # Koordinator's {resource: ResourceMap}
+        assert set(status[key]) == {"resource"}
+        assert set(status[key]["resource"]["resources"]) == {"cpu", "memory"}
     node = status["nodeMetric"]
     assert set(node) == {
         "nodeUsage",

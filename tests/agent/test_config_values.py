@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import config
+from agent import cli, config, predictor
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,33 @@ def test_state_dir_follows_xdg(tmp_path: Path) -> None:
     assert config.default_metric_cache_path({"XDG_STATE_HOME": str(tmp_path)}) == (
         tmp_path / "nodeqos" / "metriccache.db"
     )
+
+
+def test_prediction_flag_defaults_are_koordlets() -> None:
+    """--prediction-* defaults parse to PredictorConfig's (koordlet's): 24h, 10%, 12h, 24h, 1m, 10m."""
+    command = cli.build_command()
+    defaults = {
+        p.name: p.default
+        for p in command.params
+        if p.name is not None and p.name.startswith("prediction_")
+    }
+    parsed = {
+        k: v if not isinstance(v, str) else config.parse_duration(v) for k, v in defaults.items()
+    }
+    assert parsed == {
+        "prediction_cold_start_duration": 86400.0,
+        "prediction_safety_margin_percent": 10,
+        "prediction_cpu_histogram_decay_halflife": 43200.0,
+        "prediction_memory_histogram_decay_halflife": 86400.0,
+        "prediction_training_interval": 60.0,
+        "prediction_model_checkpoint_interval": 600.0,
+    }
+    d = predictor.PredictorConfig()
+    assert list(parsed.values()) == [
+        d.cold_start,
+        d.safety_margin_percent,
+        d.cpu_half_life,
+        d.memory_half_life,
+        d.training_interval,
+        d.checkpoint_interval,
+    ]

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from agent import nodemetric
-from kube import classify, slo
+from agent import nodemetric, peak
+from kube import classify, quantity, slo
 from metriccache import MetricCache, Sample, kinds
 from tests.agent.builders import T0, FakeClock
 
@@ -144,3 +144,19 @@ def test_wire_shape(cache: MetricCache) -> None:
         "priority": "koord-batch",
         "qos": "BE",
     }
+
+
+def test_prediction_is_written_when_given(cache: MetricCache) -> None:
+    """`prod` becomes prodReclaimableMetric and prodPeakMetric; without it both are left out."""
+    prod = peak.Reclaimable(
+        reclaimable=quantity.Resources({"cpu": 1450, "memory": GIB}),
+        peak=quantity.Resources({"cpu": 550, "memory": 3 * GIB}),
+    )
+    wire = _status(cache, prod=prod).to_api()
+    assert wire["prodReclaimableMetric"] == {
+        "resource": {"resources": {"cpu": "1450m", "memory": str(GIB)}}
+    }
+    assert wire["prodPeakMetric"] == {
+        "resource": {"resources": {"cpu": "550m", "memory": str(3 * GIB)}}
+    }
+    assert not {"prodReclaimableMetric", "prodPeakMetric"} & _status(cache).to_api().keys()

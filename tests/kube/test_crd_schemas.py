@@ -168,6 +168,24 @@ def test_nodemetric_from_models_validates() -> None:
     assert validate(_schema(NODEMETRIC), empty.to_api()) == []
 
 
+def test_nodemetric_with_prediction_validates_and_round_trips() -> None:
+    """prodReclaimableMetric and prodPeakMetric, Koordinator's shape, match the schema."""
+    status = slo.NodeMetricStatus(
+        update_time=builders.T0,
+        prod_reclaimable=Resources({"cpu": 1450, "memory": 1 << 30}),
+        prod_peak=Resources({"cpu": 0, "memory": 0}),
+    )
+    obj = slo.NodeMetric(metadata=slo.ObjectMeta("n1"), status=status).to_api()
+    assert obj["status"]["prodReclaimableMetric"] == {
+        "resource": {"resources": {"cpu": "1450m", "memory": "1073741824"}}
+    }
+    assert validate(_schema(NODEMETRIC), obj) == []
+    assert slo.NodeMetricStatus.from_api(obj["status"]) == status
+    obj["status"]["prodReclaimableMetric"]["resource"]["resources"]["cpu"] = "lots"
+    errors = validate(_schema(NODEMETRIC), obj)
+    assert len(errors) == 1 and "prodReclaimableMetric" in errors[0], errors
+
+
 def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:
     def mutate(obj: dict[str, Any]) -> None:
         target = obj

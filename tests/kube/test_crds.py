@@ -34,6 +34,8 @@ def status() -> slo.NodeMetricStatus:
                 qos=classify.KoordQOS.LS,
             ),
         ),
+        prod_reclaimable=Resources({"cpu": 1450, "memory": 1 << 30}),
+        prod_peak=Resources({"cpu": 550, "memory": 0}),
     )
 
 
@@ -54,7 +56,10 @@ def test_crds_are_established(kube: rest.Rest) -> None:
 
 
 def test_nodemetric_round_trips_through_the_server(kube: rest.Rest) -> None:
-    """Create with the default spec, write status through /status, read it back into an equal model."""
+    """Create with the default spec, write status through /status, read it back into an equal model.
+
+    The prediction fields too: a field the schema did not list would be pruned.
+    """
     created = kube.create(NODEMETRICS, slo.NodeMetric.for_node("rt-node").to_api())
     assert created["spec"]["metricCollectPolicy"]["aggregateDurationSeconds"] == 300
     created["status"] = status().to_api()

@@ -244,3 +244,15 @@ def test_store_keeps_a_small_page_cache(tmp_path: Path) -> None:
     finally:
         store.close()
     assert cache_size == -storage.PAGE_CACHE_KIB
+
+
+def test_kv_keys_lists_by_prefix_across_reopen(tmp_path: Path) -> None:
+    """`kv_keys(prefix)` is sorted, prefix-filtered, and sees what a previous run stored."""
+    path = tmp_path / "kv.db"
+    with MetricCache.open(path, flush_interval=None) as cache:
+        for key in ("prediction/b", "prediction/a", "cpu_topology"):
+            cache.kv_set(key, 1)
+    with MetricCache.open(path, flush_interval=None) as cache:
+        assert cache.kv_keys("prediction/") == ["prediction/a", "prediction/b"]
+        cache.kv_delete("prediction/a")
+        assert cache.kv_keys() == ["cpu_topology", "prediction/b"]
