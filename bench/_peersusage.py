@@ -19,7 +19,9 @@ Upstream's metrics collector GETs every node's NodeMetrics every 5 s and its
 plugin GETs each pod's PodMetrics before evicting it, through client-go's rate
 limiter (5 QPS unless `--client-connection-qps` is set, which at 1,000 nodes
 holds its collector's lock for 200 s a round); it runs with
-UPSTREAM_CLIENT_ARGS. nodeqos lists both kinds once per cycle at its defaults.
+UPSTREAM_CLIENT_ARGS. nodeqos (at its defaults) lists NodeMetrics once per cycle
+and reads PodMetrics only of the overutilized nodes' pods, keeping them while
+metrics-server has not renewed them (descheduler/usagesources/podusage.py).
 """
 
 from __future__ import annotations

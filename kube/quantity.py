@@ -141,6 +141,10 @@ def cpu_millis(value: str | int | float) -> int:
             return int(value) * 1000
         if value[-1:] == "m" and _digits(value[:-1]):
             return int(value[:-1])
+        # metrics-server's rates are nanocores ("123456789n"), each one different:
+        # the Fraction path below would miss the cache for every one.
+        if value[-1:] == "n" and _digits(value[:-1]):
+            return -(-int(value[:-1]) // 1_000_000)  # rounded up, as away from zero
     return _round_away(parse_quantity(value) * 1000)
 
 

@@ -9,16 +9,19 @@ upstream's `metricsUtilization` (kubernetes-sigs/descheduler v0.36):
 
 `Sources` holds the readers the daemon built from the policy's top-level
 `metricsProviders` (or the deprecated `metricsCollector`); plugins get it
-through their Handle and never build a client themselves.
+through their Handle and never build a client themselves. `PodUsage` is what
+a plugin keeps of metrics-server's readings: node usage every cycle, a pod's
+usage only when asked, kept between cycles while metrics-server cannot have
+renewed it.
 
 May import (of ours): `kube`.
 """
 
-from descheduler.usagesources.metricsserver import MetricsServer, MetricsServerReadings
+from descheduler.usagesources.metricsserver import MetricsServer, NodeReading
+from descheduler.usagesources.podusage import MetricsReader, PodUsage
 from descheduler.usagesources.prometheus import METRIC_RESOURCE, PrometheusClient
 from descheduler.usagesources.sources import (
     NONE,
-    MetricsReader,
     QueryReader,
     Sources,
     SourceUnavailable,
@@ -30,7 +33,8 @@ __all__ = [
     "NONE",
     "MetricsReader",
     "MetricsServer",
-    "MetricsServerReadings",
+    "NodeReading",
+    "PodUsage",
     "PrometheusClient",
     "QueryReader",
     "SourceUnavailable",

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from descheduler.config import model
-from descheduler.usagesources.metricsserver import MetricsServer, MetricsServerReadings
+from descheduler.usagesources.metricsserver import MetricsServer
+from descheduler.usagesources.podusage import MetricsReader
 from descheduler.usagesources.prometheus import PrometheusClient
 from kube import rest
 
@@ -28,12 +29,6 @@ TOKEN_KEY = "prometheusAuthToken"
 
 class SourceUnavailable(Exception):
     """A plugin asked for a source the policy does not configure."""
-
-
-class MetricsReader(Protocol):
-    """`MetricsServer`, or a test's fake."""
-
-    def read(self) -> MetricsServerReadings: ...
 
 
 class QueryReader(Protocol):

@@ -8,8 +8,8 @@ Source: kubernetes-sigs/descheduler
 `podmetricses` and `expectedPodsWithMetricsEvicted`, run with
 `metricsUtilization: {source: KubernetesMetrics}`), and
 TestLowNodeUtilizationWithPrometheusMetrics (the query's samples as data).
-The readings reach the plugin through a fake reader behind the same Protocol
-as the real metrics-server and Prometheus clients.
+The readings reach the plugin through fakes behind the same Protocols as the
+real metrics-server and Prometheus clients (`tests.descheduler.fakes.MetricsServer`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 
 from descheduler import usagesources
 from kube import objects
-from kube.quantity import Resources
 from tests.conformance import reference as ref
 from tests.conformance import test_descheduler_lownodeutilization as requests_rows
 from tests.conformance.reference import differs, node, pod, rs_owner, same
+from tests.descheduler import fakes
 
 TITLE = "descheduler LowNodeUtilization (metricsUtilization)"
 FILE = (
@@ -35,18 +35,12 @@ ROW = "TestLowNodeUtilization/"
 P1_5 = ("p1", "p2", "p3", "p4", "p5")
 
 
-class Readings:
+def readings(
+    nodes: Mapping[str, tuple[int, int]], pods: Mapping[str, tuple[int, int]]
+) -> fakes.MetricsServer:
     """A metrics-server that answers with the row's NodeMetrics and PodMetrics."""
-
-    def __init__(self, nodes: Mapping[str, tuple[int, int]], pods: Mapping[str, tuple[int, int]]):
-        self._value = usagesources.MetricsServerReadings(
-            nodes={n: Resources({"cpu": c, "memory": m}) for n, (c, m) in nodes.items()},
-            # BuildPodMetrics puts every PodMetrics in namespace default
-            pods={f"default/{p}": Resources({"cpu": c, "memory": m}) for p, (c, m) in pods.items()},
-        )
-
-    def read(self) -> usagesources.MetricsServerReadings:
-        return self._value
+    # BuildPodMetrics puts every PodMetrics in namespace default
+    return fakes.MetricsServer(nodes, {f"default/{p}": usage for p, usage in pods.items()})
 
 
 class Query:
@@ -160,7 +154,7 @@ def test_with_metrics_enabled(
 ) -> None:
     """The row's expectedPodsWithMetricsEvicted with metricsUtilization KubernetesMetrics."""
     args = {**args, "metricsUtilization": {"source": "KubernetesMetrics"}}
-    sources = usagesources.Sources(metrics_server=Readings(node_m, pod_m))
+    sources = usagesources.Sources(metrics_server=readings(node_m, pod_m))
     ref.check(run(args, nodes, pods, sources), expect)
 
 

@@ -7,7 +7,8 @@
     h.sample("nodeqos_descheduler_pods_evicted_total", result="success", ...)
 
 `StaticSource` (the real one) is the in-memory ClusterSource; `FakeBackend`
-stands in for the Eviction API; `ScriptedPlugin` runs a test's function as a
+stands in for the Eviction API; `MetricsServer` for metrics-server's
+metrics.k8s.io (and counts what is asked of it); `ScriptedPlugin` runs a test's function as a
 Deschedule/Balance plugin. The per-plugin test modules (and tests/conformance)
 run one plugin through `run_plugin` and read `outcome`:
 
@@ -17,7 +18,7 @@ run one plugin through `run_plugin` and read `outcome`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -28,7 +29,8 @@ from descheduler import config, features, framework, plugins, usagesources
 from descheduler.config import ExtensionPoint, PluginArgs
 from descheduler.evictions import EvictOptions
 from descheduler.framework import Handle, Snapshot
-from kube import eviction, objects
+from kube import eviction, objects, rest
+from kube.quantity import Resources
 from tests import builders
 
 NOW = builders.T0 + timedelta(days=1)
@@ -45,6 +47,72 @@ class FixedClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+class MetricsServer:
+    """metrics.k8s.io as metrics-server serves it, from tables; records every request.
+
+    `nodes` maps a node to (cpu millis, memory bytes) and `pods` a "namespace/name"
+    to the same; `stamp` is every NodeMetrics' timestamp (change it to model a
+    scrape). `requests` lists what was asked: ("nodes",), ("pod", "ns/name"),
+    ("pods_in", namespace). `failures[kind]` makes every request of that kind
+    ("nodes", "pod", "pods_in") raise.
+    """
+
+    def __init__(
+        self,
+        nodes: Mapping[str, tuple[int, int]],
+        pods: Mapping[str, tuple[int, int]],
+        *,
+        stamp: str = "t0",
+    ) -> None:
+        self.nodes_usage = dict(nodes)
+        self.pods_usage = dict(pods)
+        self.stamp = stamp
+        self.requests: list[tuple[str, ...]] = []
+        self.failures: dict[str, Exception] = {}
+
+    def _ask(self, *request: str) -> None:
+        self.requests.append(request)
+        failure = self.failures.get(request[0])
+        if failure is not None:
+            raise failure
+
+    def nodes(self) -> dict[str, usagesources.NodeReading]:
+        self._ask("nodes")
+        return {
+            name: usagesources.NodeReading(Resources({"cpu": c, "memory": m}), self.stamp)
+            for name, (c, m) in self.nodes_usage.items()
+        }
+
+    def pod(self, namespace: str, name: str) -> Resources | None:
+        key = f"{namespace}/{name}"
+        self._ask("pod", key)
+        found = self.pods_usage.get(key)
+        return None if found is None else Resources({"cpu": found[0], "memory": found[1]})
+
+    def pods_in(self, namespace: str, names: Collection[str]) -> dict[str, Resources]:
+        self._ask("pods_in", namespace)
+        return {
+            key: Resources({"cpu": c, "memory": m})
+            for key, (c, m) in self.pods_usage.items()
+            if key.partition("/")[0] == namespace and key.partition("/")[2] in names
+        }
+
+    def take_requests(self) -> list[tuple[str, ...]]:
+        """The requests since the last call."""
+        taken, self.requests = self.requests, []
+        return taken
+
+
+class TimingOutMetricsServer(MetricsServer):
+    """A metrics-server whose reads time out, as kube.rest reports it."""
+
+    def __init__(self) -> None:
+        super().__init__({}, {})
+        self.failures["nodes"] = rest.ApiUnavailable(
+            "GET /apis/metrics.k8s.io/v1beta1/nodes: Read timed out"
+        )
 
 
 class FakeBackend:

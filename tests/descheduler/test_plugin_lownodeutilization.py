@@ -12,8 +12,7 @@ import pytest
 from descheduler import usagesources
 from descheduler.framework import CycleReport, Reason
 from descheduler.plugins.lownodeutilization import classify, order
-from descheduler.usagesources.metricsserver import MetricsServerReadings
-from kube import objects, rest, slo
+from kube import objects, slo
 from kube.classify import KubeQOS
 from tests import builders
 from tests.descheduler import fakes
@@ -268,13 +267,6 @@ def test_metrics_utilization_without_a_reachable_source_moves_nothing() -> None:
     ]
 
 
-class _TimingOutMetricsServer:
-    """A metrics-server reader whose read times out, as kube.rest reports it."""
-
-    def read(self) -> MetricsServerReadings:
-        raise rest.ApiUnavailable("GET /apis/metrics.k8s.io/v1beta1/nodes: Read timed out")
-
-
 def test_metrics_server_timing_out_is_noted_not_a_plugin_error() -> None:
     """A metrics API read that times out (seen in the peers benchmark) moves nothing and is
     one metrics_expired note; the plugin does not fail."""
@@ -284,7 +276,7 @@ def test_metrics_server_timing_out_is_noted_not_a_plugin_error() -> None:
         d7_pods(),
         point="balance",
         nodes=fakes.nodes("a", "b", "c"),
-        sources=usagesources.Sources(metrics_server=_TimingOutMetricsServer()),
+        sources=usagesources.Sources(metrics_server=fakes.TimingOutMetricsServer()),
     )
     assert report.evicted_pods == []
     assert report.failures == ()

@@ -12,7 +12,10 @@ from typing import Any, ClassVar
 import pytest
 
 from descheduler import config, plugins, usagesources
-from descheduler.usagesources import metricsserver, prometheus
+from descheduler.usagesources import metricsserver, podusage, prometheus
+from kube import objects, rest
+from kube.quantity import Resources
+from tests import builders
 from tests.descheduler import fakes
 
 
@@ -20,11 +23,20 @@ def test_node_metrics_list_is_read_as_millicores_and_bytes() -> None:
     """A NodeMetricsList item gives cpu in millicores and memory in bytes; one without memory is skipped."""
     raw = {
         "items": [
-            {"metadata": {"name": "n1"}, "usage": {"cpu": "250316000n", "memory": "1Gi"}},
+            {
+                "metadata": {"name": "n1"},
+                "timestamp": "2026-11-27T10:00:00Z",
+                "window": "15.012s",
+                "usage": {"cpu": "250316000n", "memory": "1Gi"},
+            },
             {"metadata": {"name": "n2"}, "usage": {"cpu": "1"}},
         ]
     }
-    assert metricsserver.parse_node_metrics(raw) == {"n1": {"cpu": 251, "memory": 1 << 30}}
+    assert metricsserver.parse_node_metrics(raw) == {
+        "n1": usagesources.NodeReading(
+            Resources({"cpu": 251, "memory": 1 << 30}), "2026-11-27T10:00:00Z/15.012s"
+        )
+    }
 
 
 def test_pod_metrics_sum_the_containers_and_drop_incomplete_pods() -> None:
@@ -45,6 +57,7 @@ def test_pod_metrics_sum_the_containers_and_drop_incomplete_pods() -> None:
         ]
     }
     assert metricsserver.parse_pod_metrics(raw) == {"ns/web": {"cpu": 150, "memory": 16 << 20}}
+    assert metricsserver.parse_pod_metrics(raw, names={"odd", "gone"}) == {}
 
 
 def vector(*samples: tuple[dict[str, str], str]) -> dict[str, Any]:
@@ -185,3 +198,118 @@ def test_the_policy_says_which_readers_are_built(
     built = usagesources.from_policy(cfg, _NoCalls(), clock=lambda: 0.0)  # type: ignore[arg-type]
     assert (built.metrics_server is not None, built.prometheus is not None) == (server, prom)
     assert usagesources.from_policy(cfg, None, clock=lambda: 0.0) == usagesources.Sources()
+
+
+# -- PodUsage: what is read, and what is kept between cycles -------------------------------
+
+
+def _pod(namespace: str, name: str, node: str = "n1", uid: str | None = None) -> objects.Pod:
+    return builders.make_pod(name, namespace=namespace, node=node, uid=uid)
+
+
+def test_a_pod_replaced_under_the_same_name_is_read_again() -> None:
+    """A kept usage belongs to one pod (uid) on one node: its successor is read anew."""
+    metrics = fakes.MetricsServer({"n1": (100, 1)}, {"ns/web": (50, 1)})
+    usage = usagesources.PodUsage(metrics, clock=fakes.FixedClock())
+    first = _pod("ns", "web", uid="u1")
+    usage.read_nodes()
+    usage.want([first], lambda: {"ns": 1})
+    assert usage.usage(first) == {"cpu": 50, "memory": 1}
+    usage.read_nodes()
+    successor = _pod("ns", "web", uid="u2")
+    usage.want([successor], lambda: {"ns": 1})
+    metrics.pods_usage["ns/web"] = (70, 1)
+    assert usage.usage(successor) == {"cpu": 70, "memory": 1}
+    assert metrics.take_requests() == [("nodes",), ("pod", "ns/web"), ("nodes",), ("pod", "ns/web")]
+
+
+def test_few_wanted_pods_of_a_big_namespace_are_read_one_by_one() -> None:
+    """2 wanted of 101: GETs, and only of the pods asked about; a pod metrics-server lacks is None."""
+    metrics = fakes.MetricsServer({"n1": (100, 1)}, {"ns/a": (5, 1)})
+    usage = usagesources.PodUsage(metrics, clock=fakes.FixedClock())
+    a, b = _pod("ns", "a"), _pod("ns", "b")
+    usage.read_nodes()
+    usage.want([a, b], lambda: {"ns": 2 * podusage.LIST_FACTOR + 1})
+    assert (usage.usage(a), usage.usage(b), usage.usage(a)) == (
+        {"cpu": 5, "memory": 1},
+        None,
+        {"cpu": 5, "memory": 1},
+    )
+    assert metrics.take_requests() == [("nodes",), ("pod", "ns/a"), ("pod", "ns/b")]
+
+
+def test_a_pod_nobody_announced_is_read_alone() -> None:
+    """usage() of a pod outside `want` is one GET, never a namespace list."""
+    metrics = fakes.MetricsServer({"n1": (100, 1)}, {"ns/a": (5, 1)})
+    usage = usagesources.PodUsage(metrics, clock=fakes.FixedClock())
+    usage.read_nodes()
+    assert usage.usage(_pod("ns", "a")) == {"cpu": 5, "memory": 1}
+    assert metrics.take_requests() == [("nodes",), ("pod", "ns/a")]
+
+
+class _MetricsApi(http.server.BaseHTTPRequestHandler):
+    """metrics.k8s.io over HTTP: PodMetrics of ns/web and ns/db, NodeMetrics of n1."""
+
+    seen: ClassVar[list[str]]
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        web = {
+            "metadata": {"namespace": "ns", "name": "web"},
+            "containers": [{"name": "c", "usage": {"cpu": "100000001n", "memory": "10Mi"}}],
+        }
+        db = {**web, "metadata": {"namespace": "ns", "name": "db"}}
+        answers: dict[str, Any] = {
+            "/apis/metrics.k8s.io/v1beta1/nodes": {
+                "items": [
+                    {
+                        "metadata": {"name": "n1"},
+                        "timestamp": "T",
+                        "window": "15s",
+                        "usage": {"cpu": "2", "memory": "1Gi"},
+                    }
+                ]
+            },
+            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods": {"items": [web, db]},
+            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/web": web,
+        }
+        answer = answers.get(self.path)
+        body = json.dumps(answer or {"kind": "Status", "reason": "NotFound", "code": 404})
+        self.send_response(200 if answer is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_the_reader_asks_metrics_k8s_io_for_nodes_one_pod_or_one_namespace() -> None:
+    """The three requests over HTTP; a pod metrics-server has no metrics for (404) is None."""
+    import kubernetes.client
+
+    handler = type("Api", (_MetricsApi,), {"seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config_ = kubernetes.client.Configuration()
+        config_.host = f"http://127.0.0.1:{server.server_port}"
+        reader = metricsserver.MetricsServer(
+            rest.Rest(kubernetes.client.ApiClient(config_), qps=0, timeout=5)
+        )
+        nodes = reader.nodes()
+        web = Resources({"cpu": 101, "memory": 10 << 20})
+        assert reader.pods_in("ns", {"web"}) == {"ns/web": web}
+        assert (reader.pod("ns", "web"), reader.pod("ns", "gone")) == (web, None)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert nodes == {
+        "n1": usagesources.NodeReading(Resources({"cpu": 2000, "memory": 1 << 30}), "T/15s")
+    }
+    assert handler.seen == [
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+        "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
+        "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/web",
+        "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/gone",
+    ]

@@ -334,7 +334,11 @@ class TestResources:
         assert repr(copy) == "Resources({'cpu': 2, 'memory': 1})"
 
 
-COMMON_FORMS = ["0", "2", "007", "250m", "1500m", "0m", "128Mi", "1Gi", "3Ki", "8Ei", "9999999Ei"]
+COMMON_FORMS = [
+    *("0", "2", "007", "250m", "1500m", "0m", "128Mi", "1Gi", "3Ki", "8Ei", "9999999Ei"),
+    # metrics-server's nanocores: exact, just above and just below a millicore
+    *("250316000n", "250000001n", "999999n", "1000000n", "0n", "n", "1.5n"),
+]
 UNUSUAL_FORMS = [
     "1.5",
     "2k",
@@ -353,7 +357,8 @@ UNUSUAL_FORMS = [
 
 @pytest.mark.parametrize("text", COMMON_FORMS + UNUSUAL_FORMS)
 def test_common_forms_read_as_exact_arithmetic_does(text: str) -> None:
-    """The shortcuts for digits, "<digits>m" and binary suffixes agree with the general parser."""
+    """The shortcuts for digits, "<digits>m", "<digits>n" and binary suffixes agree with the
+    general parser."""
     for read, scale in ((quantity.cpu_millis, 1000), (quantity.quantity_value, 1)):
         try:
             expected = quantity._round_away(quantity.parse_quantity(text) * scale)

@@ -14,7 +14,8 @@
   `unknown`: neither source nor destination. A pod the NodeMetric does not
   report has unknown usage (`of_pod` is None).
 - `MetricsServerUsage` (upstream's `metricsUtilization` KubernetesMetrics):
-  cpu and memory from metrics-server's NodeMetrics and PodMetrics.
+  cpu and memory from metrics-server's NodeMetrics and, for the pods that may
+  be evicted, PodMetrics.
 - `PrometheusUsage` (upstream's `metricsUtilization` Prometheus): one
   `MetricResource` percentage per node from a query.
 
@@ -24,7 +25,8 @@ the projection as it stands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import collections
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -149,25 +151,39 @@ class MetricsServerUsage:
     """cpu and memory from metrics-server (`metricsUtilization` KubernetesMetrics), requests
     for the rest (`pods` is the number of pods on the node, as upstream counts it).
 
-    A node metrics-server does not report is `unknown` (upstream fails the whole
-    cycle instead); a pod it does not report has unknown usage (`of_pod` None),
-    as upstream skips a pod whose PodMetrics it cannot read.
+    Nodes come from this cycle's NodeMetrics; a pod's usage is read from `pods`
+    when first asked (`usagesources.PodUsage`: only pods the plugin said it may
+    evict, `expect`). A node metrics-server does not report is `unknown`
+    (upstream fails the whole cycle instead); a pod it does not report has
+    unknown usage (`of_pod` None), as upstream skips a pod whose PodMetrics it
+    cannot read. `of_pod` and `usage_of` raise `rest.ApiError` /
+    `rest.ApiUnavailable` when the pod's usage cannot be read.
     """
 
     unconstrained = False
 
-    def __init__(self, snapshot: Snapshot, readings: usagesources.MetricsServerReadings) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        nodes: Mapping[str, usagesources.NodeReading],
+        pods: usagesources.PodUsage,
+    ) -> None:
         self._snapshot = snapshot
-        self._pods = readings.pods
+        self._pods = pods
         unknown: dict[str, str] = {}
         for node in snapshot.nodes:
-            measured = readings.nodes.get(node.name)
+            measured = nodes.get(node.name)
             if measured is None:
                 unknown[node.name] = f"metrics-server reports no NodeMetrics for node {node.name}"
                 continue
             if snapshot.usage(node.name) is None:
-                snapshot.set_usage(node.name, measured)
+                snapshot.set_usage(node.name, measured.usage)
         self.unknown: Mapping[str, str] = unknown
+
+    def expect(self, pods: Iterable[objects.Pod]) -> None:
+        """The pods whose usage this cycle may ask for (the sources' candidates)."""
+        snapshot = self._snapshot
+        self._pods.want(pods, lambda: collections.Counter(p.namespace for p in snapshot.pods()))
 
     def capacity(self, node: objects.Node) -> Mapping[str, int]:
         return node.allocatable
@@ -177,13 +193,13 @@ class MetricsServerUsage:
         return {**self._snapshot.requested(node), **measured}
 
     def of_pod(self, pod: objects.Pod) -> Mapping[str, int] | None:
-        measured = self._pods.get(pod.key)
+        measured = self._pods.usage(pod)
         if measured is None:
             return None
         return {**pod.requests, **measured, quantity.PODS: 1}
 
     def usage_of(self, pod: objects.Pod) -> Resources | None:
-        return self._pods.get(pod.key)
+        return self._pods.usage(pod)
 
 
 class PrometheusUsage:

@@ -38,13 +38,18 @@ Differences from upstream, on purpose:
   query's `MetricResource` percentage per node (`meter`); a node the source
   does not report is left out (upstream fails the cycle); when the source
   cannot be read at all, nothing moves and every node is reported
-  `metrics_expired`. `useNodeMetrics` measures usage from NodeMetrics instead.
+  `metrics_expired`. metrics-server's PodMetrics are read only for the pods
+  on overutilized nodes, when the drain first asks (`usagesources.PodUsage`,
+  kept between cycles while metrics-server cannot have renewed them); when
+  one cannot be read, the pods moved so far stay moved, no more move this
+  cycle, and one `metrics_expired` note says why. `useNodeMetrics` measures
+  usage from NodeMetrics instead.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from descheduler import usagesources
@@ -79,6 +84,13 @@ class LowNodeUtilization:
         self.args = args
         self.handle = handle
         self.judged = tuple(sorted(set(args.thresholds) | set(args.target_thresholds)))
+        reader = handle.sources.metrics_server
+        # Kept across cycles: pod usages metrics-server cannot have renewed are not read again.
+        self._pod_usage = (
+            usagesources.PodUsage(reader, clock=handle.clock)
+            if self.source == _KUBERNETES_METRICS and reader is not None
+            else None
+        )
 
     def _meter(self, snapshot: Snapshot) -> Meter | None:
         """This cycle's meter; None (noted) when the metrics source cannot be read."""
@@ -87,9 +99,10 @@ class LowNodeUtilization:
         sources = self.handle.sources
         try:
             if self.source == _KUBERNETES_METRICS:
-                if sources.metrics_server is None:
+                if self._pod_usage is None:
                     raise usagesources.SourceUnavailable("no metrics-server source (offline)")
-                return MetricsServerUsage(snapshot, sources.metrics_server.read())
+                nodes = self._pod_usage.read_nodes()
+                return MetricsServerUsage(snapshot, nodes, self._pod_usage)
             if self.source == _PROMETHEUS:
                 metrics = self.args.metrics_utilization
                 assert metrics is not None and metrics.prometheus is not None
@@ -155,11 +168,32 @@ class LowNodeUtilization:
         def heat(node: objects.Node) -> float:
             return classify.heat(meter.used(node.name), meter.capacity(node), self.judged)
 
+        if isinstance(meter, MetricsServerUsage):
+            meter.expect(self._may_evict(snapshot, high))
         resources = sorted(set(classify.BASIC_RESOURCES) | set(self.judged))
         pool = destinations.Pool(snapshot, meter, low, marks.high, resources, heat)
-        for source in order.by_heat(high, heat, hottest_first=True):
-            if not self._drain(snapshot, meter, source, pool, marks.high):
-                return
+        try:
+            for source in order.by_heat(high, heat, hottest_first=True):
+                if not self._drain(snapshot, meter, source, pool, marks.high):
+                    return
+        except (rest.ApiError, rest.ApiUnavailable) as err:  # a pod's metrics-server usage
+            log.warning("%s: cannot read %s pod usage: %s", NAME, self.source, err)
+            self._note(
+                Reason.METRICS_EXPIRED,
+                f"cannot read {self.source} pod usage ({err}); no more pods move this cycle",
+            )
+
+    def _may_evict(
+        self, snapshot: Snapshot, sources: Iterable[objects.Node]
+    ) -> Iterator[objects.Pod]:
+        """The pods of `sources` the drain may ask the usage of (before the evictor's filter)."""
+        namespaces = self.args.evictable_namespaces
+        for node in sources:
+            for pod in snapshot.pods_on(node.name):
+                if pod.phase not in _FINISHED and (
+                    namespaces is None or namespaces.allows(pod.namespace)
+                ):
+                    yield pod
 
     def _marks(self, meter: Meter, nodes: Sequence[objects.Node]) -> classify.Marks:
         args = self.args
