@@ -111,11 +111,6 @@ def node_ready(cluster: RealCluster) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def restart_kubelet(node: localnodes.LocalNode) -> None:
-    node.stop_kubelet()
-    node.start_kubelet()
-
-
 def test_be_pods_idle_survive_a_kubelet_restart_and_go_back_with_the_gate_off(
     real_cluster: RealCluster, e2e_namespace: str, tmp_path: Path
 ) -> None:
@@ -152,10 +147,11 @@ def test_be_pods_idle_survive_a_kubelet_restart_and_go_back_with_the_gate_off(
 
         # the kubelet restarts around idle pods
         qos = cpu_dir(real_cluster, "besteffort", "cpu.shares")
+        node.stop_kubelet()
+        restarted = datetime.now().astimezone()  # a Lease renewed after this is the new kubelet's
         qos.write_text(MARKER_SHARES)  # kubelet's start-up write must put its 2 back
-        restarted = datetime.now().astimezone()
         log_start = node.log_path("kubelet").stat().st_size
-        restart_kubelet(node)
+        node.start_kubelet()
         pods.wait_for(
             lambda: lease_renewed_after(real_cluster, restarted),
             "the restarted kubelet's Lease",
@@ -205,11 +201,12 @@ def test_idle_on_the_qos_cgroup_stops_the_kubelet(real_cluster: RealCluster) -> 
     cannot write its cpu.shares there and exits (Koordinator issue 2732); with 0 it starts."""
     node = real_cluster.nodes[NODE]
     qos_idle = cpu_dir(real_cluster, "besteffort", "cpu.idle")
+    node.stop_kubelet()
     started = datetime.now().astimezone()
     log_start = node.log_path("kubelet").stat().st_size
     try:
         qos_idle.write_text("1")
-        restart_kubelet(node)
+        node.start_kubelet()
         with pytest.raises(localnodes.NodeError, match="exited"):
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:
