@@ -6,6 +6,7 @@ The qosmanager's resource executor sits on top of `write`. Callers speak v1 unit
     CPU_QUOTA, CPU_PERIOD  cpu.cfs_quota_us / cpu.cfs_period_us  ->  cpu.max "<quota|max> <period>"
     CPU_BURST              cpu.cfs_burst_us                      ->  cpu.max.burst
     CPU_SHARES             cpu.shares                            ->  cpu.weight (shares_to_weight)
+    CPU_IDLE               cpu.idle                              ->  cpu.idle (0 or 1, Linux >= 5.15)
     MEMORY_LIMIT           memory.limit_in_bytes                 ->  memory.max
     MEMORY_MIN/LOW/HIGH    (none on v1: Unsupported)             ->  memory.min / .low / .high
 
@@ -34,6 +35,7 @@ class Resource(enum.Enum):
     CPU_PERIOD = "cpu_period"  # µs
     CPU_BURST = "cpu_burst"  # µs
     CPU_SHARES = "cpu_shares"  # v1 shares, [2, 262144]
+    CPU_IDLE = "cpu_idle"  # 1: the group is SCHED_IDLE (kernel refuses its shares/weight), else 0
     CPUSET_CPUS = "cpuset_cpus"  # frozenset of CPU numbers
     MEMORY_MIN = "memory_min"  # bytes, None = max
     MEMORY_LOW = "memory_low"  # bytes, None = max
@@ -131,6 +133,7 @@ _SPECS: dict[CgroupVersion, dict[Resource, _Spec]] = {
         Resource.CPU_PERIOD: _Spec("cpu.cfs_period_us", _encode_int, _decode_int),
         Resource.CPU_BURST: _Spec("cpu.cfs_burst_us", _encode_int, _decode_int),
         Resource.CPU_SHARES: _Spec("cpu.shares", _encode_int, _decode_int),
+        Resource.CPU_IDLE: _Spec("cpu.idle", _encode_int, _decode_int),
         Resource.CPUSET_CPUS: _Spec("cpuset.cpus", _encode_cpuset, _decode_cpuset),
         Resource.MEMORY_LIMIT: _Spec("memory.limit_in_bytes", _encode_v1_optional, _decode_memory),
     },
@@ -139,6 +142,7 @@ _SPECS: dict[CgroupVersion, dict[Resource, _Spec]] = {
         Resource.CPU_PERIOD: _Spec("cpu.max", _encode_cpu_max_period, _decode_cpu_max_period),
         Resource.CPU_BURST: _Spec("cpu.max.burst", _encode_int, _decode_int),
         Resource.CPU_SHARES: _Spec("cpu.weight", _encode_weight, _decode_weight),
+        Resource.CPU_IDLE: _Spec("cpu.idle", _encode_int, _decode_int),
         Resource.CPUSET_CPUS: _Spec("cpuset.cpus", _encode_cpuset, _decode_cpuset),
         Resource.MEMORY_MIN: _Spec("memory.min", _encode_v2_optional, _decode_memory),
         Resource.MEMORY_LOW: _Spec("memory.low", _encode_v2_optional, _decode_memory),

@@ -14,6 +14,8 @@ to the low-level `cgroups.write` (read-before-write, v1/v2 file and unit mapping
   and a cpuset outside its parent's, so raising a container's quota needs the
   pod loosened first, and shrinking needs the children shrunk first
   (Koordinator's `LeveledUpdateBatch` does the same);
+- a write the kernel answers by changing another file forgets that file's
+  cached value: `cpu.idle` resets the group's shares (`sched_group_set_idle`);
 - one owner per file per reconcile tick: the first strategy to claim a file in a
   tick (``floor(clock() / tick_seconds)``) owns it until the tick ends; another
   strategy claiming it in the same tick gets `ClaimRefused`, counted in
@@ -183,6 +185,27 @@ class ResourceExecutor:
             self._drop_under(rel_dir)
 
     # -- cgroups -----------------------------------------------------------------
+    def current(self, rel_dir: cgroups.RelDir, resource: cgroups.Resource) -> cgroups.ResourceValue:
+        """The value of `resource` at `rel_dir`, as the executor knows it.
+
+        Its own value when it wrote or read the file less than the force-rewrite
+        period ago (so a strategy sees another's write at once, without a read),
+        else read from the file and remembered. Reading claims nothing. Raises
+        the errors of `cgroups.read_resource` (`Unsupported`, `CgroupGone`, ...).
+        """
+        key = _key(rel_dir, resource)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and self._clock() - entry.at < self._force_rewrite:
+                return entry.value
+            try:
+                value = self._reader(self.fs, rel_dir, resource)
+            except cgroups.CgroupGone:
+                self._drop_under(rel_dir)
+                raise
+            self._cache[key] = _Entry(value, self._clock())
+            return value
+
     def _write(
         self, rel_dir: cgroups.RelDir, resource: cgroups.Resource, value: cgroups.ResourceValue
     ) -> bool:
@@ -202,6 +225,10 @@ class ResourceExecutor:
         if changed:
             self._metrics.resource_updates.labels(resource.value).inc()
             log.debug("set %s of %s to %r", resource.name, rel_dir, value)
+            if resource is cgroups.Resource.CPU_IDLE:
+                # the kernel sets an idle group's shares to its minimum and a group
+                # leaving idle to 1024 (sched_group_set_idle): the cached value is stale
+                self._cache.pop(_key(rel_dir, cgroups.Resource.CPU_SHARES), None)
         self._cache[key] = _Entry(value, self._clock())
         return changed
 

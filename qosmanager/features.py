@@ -28,6 +28,7 @@ import click
 # Koordinator's gate names for the built-in strategies.
 BATCH_RESOURCE = "BatchResource"
 BE_CPU_EVICT = "BECPUEvict"
+BE_CPU_IDLE = "BECPUIdle"  # no koordlet gate of its own: Koordinator's BE* gate family, its CPUIdle
 BE_CPU_SUPPRESS = "BECPUSuppress"
 BE_MEMORY_EVICT = "BEMemoryEvict"
 CPU_BURST = "CPUBurst"
@@ -70,6 +71,7 @@ class Feature:
 # One alphabetical table (STYLE.md): name, default, stage, description.
 BUILTIN_FEATURES: tuple[Feature, ...] = (
     Feature(BE_CPU_EVICT, False, Stage.ALPHA, "evict BE pods whose CPU satisfaction is too low"),
+    Feature(BE_CPU_IDLE, False, Stage.ALPHA, "cpu.idle = 1 (SCHED_IDLE) on BE pods' cgroups"),
     Feature(BE_CPU_SUPPRESS, True, Stage.BETA, "cap BE pods' CPU by cfs quota or cpuset"),
     Feature(BE_MEMORY_EVICT, False, Stage.ALPHA, "evict BE pods when node memory is too high"),
     # koordlet's runtime-hooks gate (pkg/koordlet/runtimehooks/config.go), in reconcile mode

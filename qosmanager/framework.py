@@ -14,7 +14,12 @@ The lifecycle is Koordinator's koordlet QoS extension framework
    in its own thread. A plugin whose `run` raises is logged, counted in
    `nodeqos_agent_plugin_errors_total{plugin,phase="run"}` and restarted after
    an exponential backoff; `run` returning means the plugin is done.
-4. The agent sets `stop` on SIGTERM (`stop_on_sigterm`); `wait()` joins.
+4. A plugin whose gate is off but which can undo its host changes (it also
+   implements `Revertible`) has `revert()` called once, after the first sync:
+   a gate turned off across an agent restart leaves nothing of that plugin's
+   behind (BECPUIdle's `cpu.idle`). A failure is logged and counted with
+   `phase="revert"`.
+5. The agent sets `stop` on SIGTERM (`stop_on_sigterm`); `wait()` joins.
 
 Built-in strategies and extension plugins share the registry and the Protocol;
 built-ins are gated by the agent's `--feature-gates`, extension plugins by
@@ -31,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import click
 
@@ -62,6 +67,15 @@ class ExtensionPlugin(Protocol):
 
     def run(self, stop: threading.Event) -> None:
         """Work until `stop` is set, then return; raising gets the plugin restarted."""
+        ...
+
+
+@runtime_checkable
+class Revertible(Protocol):
+    """A plugin that can undo what it did to the host (optional, beside `ExtensionPlugin`)."""
+
+    def revert(self) -> None:
+        """Undo the plugin's host changes; called when its gate is off."""
         ...
 
 
@@ -328,6 +342,16 @@ class Manager:
         running = ", ".join(names) or "none enabled"
         log.info("QoS plugins started: %s", running)
         self._health.set(COMPONENT, True, f"running: {running}")
+        for entry in self.registry:
+            if entry.name not in names and isinstance(entry.plugin, Revertible):
+                self._revert(entry.name, entry.plugin)
+
+    def _revert(self, name: str, plugin: Revertible) -> None:
+        try:
+            plugin.revert()
+        except Exception:
+            self._metrics.plugin_errors.labels(name, "revert").inc()
+            log.exception("QoS plugin %s is off and could not revert its changes", name)
 
     def _run_plugin(self, entry: Registration, stop: threading.Event) -> None:
         component = f"{COMPONENT}/{entry.name}"

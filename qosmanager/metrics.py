@@ -39,6 +39,23 @@ class QoSMetrics:
             ["policy"],
             registry=registry,
         )
+        self.be_cpu_idle_supported = Gauge(
+            "nodeqos_agent_be_cpu_idle_supported",
+            "1 when the kernel has cpu.idle (found on the kubepods cgroup), 0 when it has"
+            " not and BECPUIdle does nothing; absent until BECPUIdle has looked.",
+            registry=registry,
+        )
+        self.be_cpu_idle_pods = Gauge(
+            "nodeqos_agent_be_cpu_idle_pods",
+            "BE pods whose pod cgroup BECPUIdle holds at cpu.idle = 1 after its last round.",
+            registry=registry,
+        )
+        self.batch_resource_idle_pods = Gauge(
+            "nodeqos_agent_batch_resource_idle_pods",
+            "Batch pods whose pod-level cpu.shares/cpu.weight BatchResource left unwritten in"
+            " its last round because the pod cgroup has cpu.idle = 1 (the kernel refuses it).",
+            registry=registry,
+        )
         self.resource_update_duration = Histogram(
             "nodeqos_agent_resource_update_duration_seconds",
             "Time spent reading and writing one cgroup or sysctl file.",

@@ -41,6 +41,7 @@ class CgroupValues:
     cpu_period_us: int = 100_000
     cpu_burst_us: int = 0
     cpu_shares: int = 1024
+    cpu_idle: int | None = 0  # None: no cpu.idle file (a kernel before 5.15)
     cpuset_cpus: str = "0-3"
     inactive_anon: int = 0
     active_anon: int = 0
@@ -95,7 +96,14 @@ class V1Mounts(enum.Enum):
 
 
 _V1_FILES = {
-    "cpu": ("cpu.stat", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us", "cpu.shares"),
+    "cpu": (
+        "cpu.stat",
+        "cpu.cfs_quota_us",
+        "cpu.cfs_period_us",
+        "cpu.cfs_burst_us",
+        "cpu.shares",
+        "cpu.idle",
+    ),
     "cpuacct": ("cpuacct.usage",),
     "cpuset": ("cpuset.cpus", "cpuset.effective_cpus"),
     "memory": ("memory.stat", "memory.usage_in_bytes", "memory.limit_in_bytes"),
@@ -126,7 +134,9 @@ def _v1_contents(v: CgroupValues) -> dict[str, str]:
     stat = {**local, "hierarchical_memory_limit": V1_UNLIMITED}
     stat.update({f"total_{key}": value for key, value in local.items()})
     limit = V1_UNLIMITED if v.memory_limit_bytes is None else v.memory_limit_bytes
+    idle = {} if v.cpu_idle is None else {"cpu.idle": f"{v.cpu_idle}\n"}
     return {
+        **idle,
         "cpuacct.usage": f"{v.cpu_usage_ns}\n",
         "cpu.stat": (
             f"nr_periods {v.nr_periods}\nnr_throttled {v.nr_throttled}\n"
@@ -159,7 +169,9 @@ def _v2_contents(v: CgroupValues) -> dict[str, str]:
         "pgfault": 42,
     }
     quota = "max" if v.cpu_quota_us is None else str(v.cpu_quota_us)
+    idle = {} if v.cpu_idle is None else {"cpu.idle": f"{v.cpu_idle}\n"}
     return {
+        **idle,
         "cgroup.controllers": "cpuset cpu io memory pids\n",
         "cpu.stat": (
             f"usage_usec {usage_us}\nuser_usec {usage_us * 2 // 3}\n"
@@ -301,6 +313,8 @@ class FakeCgroupTree:
                 for stale in target.iterdir():
                     if stale.is_file() and stale.name not in contents:
                         stale.unlink()
+            if "cpu.idle" not in contents:  # a kernel without it, or cpu not enabled here
+                (target / "cpu.idle").unlink(missing_ok=True)
             for name, text in contents.items():
                 (target / name).write_text(text)
             return
@@ -309,7 +323,10 @@ class FakeCgroupTree:
             target = self._mount(subsystem) / rel_dir
             target.mkdir(parents=True, exist_ok=True)
             for name in names:
-                (target / name).write_text(contents[name])
+                if name in contents:
+                    (target / name).write_text(contents[name])
+                else:
+                    (target / name).unlink(missing_ok=True)
         for name, text in values.pressure.items():  # psi_v1 layout: under cpuacct
             (self._mount("cpuacct") / rel_dir / name).write_text(text)
 

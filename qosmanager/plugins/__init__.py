@@ -26,6 +26,7 @@ from types import MappingProxyType
 from qosmanager import discovery, features, framework
 from qosmanager.plugins.base import Handle, PeriodicStrategy
 from qosmanager.plugins.batchresource import BatchResource
+from qosmanager.plugins.becpuidle import BECPUIdle
 from qosmanager.plugins.cgreconcile import CgroupReconcile
 from qosmanager.plugins.cpuburst import CPUBurst
 from qosmanager.plugins.cpuevict import CPUEvict
@@ -35,6 +36,7 @@ from qosmanager.plugins.sysconfig import SystemConfig
 
 __all__ = [
     "IN_TREE",
+    "BECPUIdle",
     "BatchResource",
     "CPUBurst",
     "CPUEvict",
@@ -59,6 +61,7 @@ IN_TREE: Mapping[str, str] = MappingProxyType(
         features.CGROUP_RECONCILE: "qosmanager.plugins.cgreconcile",
         features.SYSTEM_CONFIG: "qosmanager.plugins.sysconfig",
         features.BATCH_RESOURCE: "qosmanager.plugins.batchresource",
+        features.BE_CPU_IDLE: "qosmanager.plugins.becpuidle",
     }
 )
 

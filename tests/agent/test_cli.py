@@ -51,7 +51,7 @@ def _invoke(*args: str) -> tuple[int, str]:
         pytest.param(["--collect-interval", "0s"], "greater than zero", id="zero-interval"),
         pytest.param(["--run-for", "soon"], "not a duration", id="run-for"),
         pytest.param(
-            ["--feature-gates", "Nope=true"], "known gates: BECPUEvict, BECPUSuppress", id="gate"
+            ["--feature-gates", "Nope=true"], "known gates: BECPUEvict, BECPUIdle", id="gate"
         ),
         pytest.param(
             ["--feature-gates", "CPUBurst=maybe"], "is not true or false", id="gate-value"

@@ -32,6 +32,7 @@ def test_one_table_gates_collectors_and_qos_strategies() -> None:
         ("CgroupReconcile", False),
         ("SystemConfig", False),
         ("BatchResource", True),
+        ("BECPUIdle", False),
         ("PSICollector", False),
     ],
 )

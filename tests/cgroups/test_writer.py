@@ -45,6 +45,7 @@ def _file(tree: FakeCgroupTree, rel: PurePosixPath, resource: Resource) -> Path:
         pytest.param(V1, Resource.CPU_PERIOD, 50_000, "50000", id="v1-period"),
         pytest.param(V1, Resource.CPU_BURST, 10_000, "10000", id="v1-burst"),
         pytest.param(V1, Resource.CPU_SHARES, 2048, "2048", id="v1-shares"),
+        pytest.param(V1, Resource.CPU_IDLE, 1, "1", id="v1-idle"),
         pytest.param(V1, Resource.CPUSET_CPUS, frozenset({0, 1, 5}), "0-1,5", id="v1-cpuset"),
         pytest.param(V1, Resource.MEMORY_LIMIT, 1 << 30, "1073741824", id="v1-memory"),
         pytest.param(V1, Resource.MEMORY_LIMIT, None, "-1", id="v1-memory-unlimited"),
@@ -53,6 +54,7 @@ def _file(tree: FakeCgroupTree, rel: PurePosixPath, resource: Resource) -> Path:
         pytest.param(V2, Resource.CPU_PERIOD, 50_000, "200000 50000", id="v2-period-keeps-quota"),
         pytest.param(V2, Resource.CPU_BURST, 10_000, "10000", id="v2-burst"),
         pytest.param(V2, Resource.CPU_SHARES, 2048, "79", id="v2-shares-as-weight"),
+        pytest.param(V2, Resource.CPU_IDLE, 1, "1", id="v2-idle"),
         pytest.param(V2, Resource.CPUSET_CPUS, frozenset({0, 1, 5}), "0-1,5", id="v2-cpuset"),
         pytest.param(V2, Resource.MEMORY_LIMIT, 1 << 30, "1073741824", id="v2-memory-max"),
         pytest.param(V2, Resource.MEMORY_HIGH, 1 << 29, "536870912", id="v2-memory-high"),
@@ -79,6 +81,7 @@ def test_writes_the_versions_file_and_unit(
         pytest.param(Resource.CPU_PERIOD, "cpu.max", id="period"),
         pytest.param(Resource.CPU_BURST, "cpu.max.burst", id="burst"),
         pytest.param(Resource.CPU_SHARES, "cpu.weight", id="shares"),
+        pytest.param(Resource.CPU_IDLE, "cpu.idle", id="idle"),
         pytest.param(Resource.MEMORY_LIMIT, "memory.max", id="limit"),
     ],
 )

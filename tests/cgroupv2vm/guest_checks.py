@@ -16,6 +16,7 @@ own `cgroups.CgroupFS`.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 import uuid
@@ -33,6 +34,8 @@ from agent import kinds as agent_kinds
 from agent.schedule import SystemClock
 from metriccache import MetricCache, Sample, kinds
 from qosmanager import Evictor, Handle, QoSMetrics, ResourceExecutor
+from qosmanager.plugins.batchresource import BatchResource
+from qosmanager.plugins.becpuidle import BECPUIdle
 from qosmanager.plugins.cgreconcile import CgroupReconcile
 from qosmanager.plugins.cpuburst import CPUBurst
 from qosmanager.plugins.cpusuppress import CPUSuppress
@@ -43,6 +46,7 @@ from tests.qosmanager.builders import (
     FakeClock,
     FakeEvictionAPI,
     FakeStates,
+    make_batch_pod,
     make_node,
     make_pod,
     make_slo,
@@ -380,6 +384,98 @@ def test_cpu_burst_writes_cpu_max_burst_on_scope_and_pod_slice() -> None:
         assert fs.path(pod_dir, "cpu.max.burst").read_text().strip() == "100000"
         assert cgroups.read_cpu_max(fs, container_dir).quota_us == 200_000
         assert cgroups.read_cpu_max(fs, pod_dir).quota_us == 200_000
+
+
+def test_be_cpu_idle_lands_on_the_pod_slice_and_the_qos_slice_keeps_its_weight(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """BECPUIdle on the real v2 kernel under systemd: cpu.idle 1 on a Batch pod's slice, 0 on
+    kubepods-besteffort.slice, whose CPUWeight systemd still sets (the kubelet's QoS write);
+    BatchResource, before and after a forced rewrite, sets the container's weight and never
+    the idle slice's (no EINVAL logged); revert leaves 0 and the kubelet's weight 1."""
+    uid = pod_uid("be")
+    cid = uid.replace("-", "") + "00"
+    slice_name = f"kubepods-besteffort-pod{uid.replace('-', '_')}.slice"
+    _fresh_kubepods()
+    with (
+        pod_process(
+            cgroups.QoSLevel.BESTEFFORT, uid=uid, cid=cid, scope_properties=("CPUWeight=1",)
+        ),
+        slice_properties("kubepods-besteffort.slice", "CPUWeight=1"),
+        slice_properties(slice_name, "CPUWeight=1"),  # kubelet: 2 shares for a BE pod
+    ):
+        fs = _fs()
+        be_dir = fs.kubepods_dir(cgroups.QoSLevel.BESTEFFORT)
+        pod_dir = fs.pod_dir(cgroups.QoSLevel.BESTEFFORT, cgroups.PodUID(uid))
+        ref = cgroups.ContainerRef(runtime=cgroups.Runtime.CONTAINERD, id=cgroups.ContainerID(cid))
+        container = fs.container_dir(cgroups.QoSLevel.BESTEFFORT, cgroups.PodUID(uid), ref)
+
+        def idle(rel: PurePosixPath) -> str:
+            return fs.path(rel, "cpu.idle").read_text().strip()
+
+        def weight(rel: PurePosixPath) -> str:
+            return fs.path(rel, "cpu.weight").read_text().strip()
+
+        assert [idle(pod_dir), weight(pod_dir)] == ["0", "1"]
+        registry = CollectorRegistry()
+        metrics = QoSMetrics(registry)
+        clock = FakeClock()
+        cache = new_cache(clock)
+        try:
+            handle = _handle(fs, metrics, clock)
+            states = FakeStates(
+                node_value=make_node(cpu="2"),
+                pod_list=[
+                    pod_meta(
+                        make_batch_pod("be", batch_cpu=[("500", None)]), cgroups.Driver.SYSTEMD
+                    )
+                ],
+            )
+            strategy, batchres = BECPUIdle(handle), BatchResource(handle)
+            for plugin in (strategy, batchres):
+                plugin.setup(None, cache, states)  # type: ignore[arg-type]
+            with caplog.at_level(logging.DEBUG, logger="qosmanager.plugins.batchresource.plugin"):
+                strategy.tick()
+                batchres.tick()
+                clock.advance(60)  # the executor's force-rewrite period: every file re-read
+                batchres.tick()
+                strategy.tick()
+            assert caplog.records == []
+            assert idle(pod_dir) == "1"
+            assert [idle(be_dir), idle(fs.kubepods_root()), idle(container)] == ["0", "0", "0"]
+            idle_weight = weight(pod_dir)
+            assert weight(container) == "20"  # BatchResource's 500m: 512 shares
+            assert registry.get_sample_value("nodeqos_agent_batch_resource_idle_pods") == 1
+            assert registry.get_sample_value("nodeqos_agent_be_cpu_idle_supported") == 1
+            # the kubelet's QoS manager sets the QoS slice's weight through systemd
+            subprocess.run(
+                [
+                    "systemctl",
+                    "set-property",
+                    "--runtime",
+                    "kubepods-besteffort.slice",
+                    "CPUWeight=2",
+                ],
+                check=True,
+            )
+            assert weight(be_dir) == "2"
+            strategy.revert()
+            assert [idle(pod_dir), weight(pod_dir)] == ["0", "1"]
+            # what systemd does to an idle pod slice when it re-applies the slice's own
+            # CPUWeight (a property change or daemon-reload): observed, not asserted
+            clock.advance(60)
+            strategy.tick()
+            before = idle(pod_dir)
+            subprocess.run(
+                ["systemctl", "set-property", "--runtime", slice_name, "CPUWeight=1"],
+                check=False,
+            )
+            print(
+                f"cgroupv2vm: idle pod slice cpu.weight {idle_weight}; systemd re-applying its"
+                f" CPUWeight: cpu.idle {before} -> {idle(pod_dir)}"
+            )
+        finally:
+            cache.close()
 
 
 def test_cgroup_reconcile_writes_memory_qos_on_the_pod_slice_and_its_parents() -> None:

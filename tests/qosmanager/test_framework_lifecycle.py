@@ -120,6 +120,46 @@ def test_all_are_set_up_but_only_enabled_ones_run(metrics: QoSMetrics) -> None:
     assert ("qosmanager", True, "running: On") in health.reports
 
 
+class Reverting(Scripted):
+    """A `Revertible` plugin: counts its reverts, raises in one on request."""
+
+    def __init__(self, *, revert_error: Exception | None = None) -> None:
+        super().__init__()
+        self.revert_error = revert_error
+        self.reverts = 0
+
+    def revert(self) -> None:
+        self.reverts += 1
+        if self.revert_error is not None:
+            raise self.revert_error
+
+
+def test_disabled_revertible_plugins_revert_once(
+    metrics: QoSMetrics, registry: CollectorRegistry
+) -> None:
+    """After the first sync every plugin whose gate is off and that can revert does, once;
+    one that fails is counted; an enabled one is only run."""
+    health = FakeHealth()
+    on, off, failing = Reverting(), Reverting(), Reverting(revert_error=OSError("read-only"))
+    manager = manager_for(
+        {"On": (on, True), "Off": (off, False), "Failing": (failing, False)}, metrics, health
+    )
+    manager.setup_all(None, None, FakeStates())  # type: ignore[arg-type]
+    stop = threading.Event()
+    manager.start(stop)
+    assert on.running.wait(WAIT)
+    stop.set()
+    assert manager.wait(WAIT)
+    assert (on.reverts, off.reverts, failing.reverts) == (0, 1, 1)
+    assert (off.runs, failing.runs) == (0, 0)
+    assert (
+        registry.get_sample_value(
+            "nodeqos_agent_plugin_errors_total", {"plugin": "Failing", "phase": "revert"}
+        )
+        == 1
+    )
+
+
 def test_crashing_plugin_is_counted_and_restarted_with_backoff(
     metrics: QoSMetrics, registry: CollectorRegistry
 ) -> None:

@@ -65,10 +65,11 @@ def handle(tmp_path: Path, metrics: QoSMetrics) -> Handle:
 def test_builtin_registry_lists_koordinators_gates_and_defaults(
     tmp_path: Path, metrics: QoSMetrics
 ) -> None:
-    """Seven built-ins under Koordinator's names; BECPUSuppress, BatchResource, CPUBurst on."""
+    """Eight built-ins under Koordinator's names; BECPUSuppress, BatchResource, CPUBurst on."""
     registry = builtin_registry(handle(tmp_path, metrics))
     assert sorted(e.name for e in registry) == [
         "BECPUEvict",
+        "BECPUIdle",
         "BECPUSuppress",
         "BEMemoryEvict",
         "BatchResource",
@@ -79,6 +80,7 @@ def test_builtin_registry_lists_koordinators_gates_and_defaults(
     assert all(e.builtin for e in registry)
     assert FeatureGates(BUILTIN_FEATURES).as_dict() == {
         "BECPUEvict": False,
+        "BECPUIdle": False,
         "BECPUSuppress": True,
         "BEMemoryEvict": False,
         "BatchResource": True,

@@ -18,6 +18,12 @@ every `--batch-resource-interval-seconds` (10 s, koordlet's
 file it wrote only after its force-rewrite period, so a steady round costs
 little. One pod whose cgroup refuses a value (memory limit below its usage)
 is logged and skipped; the others are still set.
+
+A pod whose cgroup has `cpu.idle = 1` (gate `BECPUIdle`) keeps the kernel's
+minimum weight at the pod level: its pod-level cpu.shares (v2 cpu.weight) is
+left out, since the kernel refuses it with EINVAL, and its containers' are
+still set (`nodeqos_agent_batch_resource_idle_pods` counts such pods). The
+flag is read through the executor, so BECPUIdle's writes are seen at once.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ class BatchResource(base.PeriodicStrategy):
         self.rounds = 0  # reconcile rounds run, for tests and the bench
         self._memo: dict[str, _Memo] = {}
         self._warned: set[tuple[str, cgroups.Resource]] = set()
+        self._kernel_idle = True  # False once a cgroup had no cpu.idle file: never ask again
 
     def run(self, stop: threading.Event) -> None:
         if self.interval <= 0:
@@ -120,6 +127,7 @@ class BatchResource(base.PeriodicStrategy):
     def tick(self) -> None:
         rule = rules.quota_rule(self.states.node_slo(), self.states.node())
         memo: dict[str, _Memo] = {}
+        idle = 0
         for pod in self.states.pods():
             # the informer hands out the same PodMeta until the pod changes
             known = self._memo.get(pod.uid)
@@ -129,21 +137,28 @@ class BatchResource(base.PeriodicStrategy):
                 wanted = targets(pod, rule)
             memo[pod.uid] = (pod, rule, wanted)
             if wanted is not None:
-                self._apply(pod, wanted)
+                idle += self._apply(pod, wanted)
+        self.handle.metrics.batch_resource_idle_pods.set(idle)
         self._memo = memo
         self._warned = {w for w in self._warned if w[0] in memo}
         self.rounds += 1
 
-    def _apply(self, pod: qstates.PodMeta, wanted: Targets) -> None:
+    def _apply(self, pod: qstates.PodMeta, wanted: Targets) -> int:
+        """Set one pod's cgroups; 1 when its pod-level shares were left out (cpu.idle)."""
         executor = self.handle.executor
+        idle = self._pod_idle(wanted[0][0])
         for resource, attr in _RESOURCES:
             levels: list[qexecutor.Level] = [[(d, getattr(v, attr)) for d, v in wanted[:1]]]
+            if idle and resource is cgroups.Resource.CPU_SHARES:
+                levels = []  # the kernel refuses an idle group's shares (EINVAL)
             if len(wanted) > 1:
                 levels.append([(d, getattr(v, attr)) for d, v in wanted[1:]])
+            if not levels:
+                continue
             try:
                 executor.update_leveled(NAME, resource, levels)
             except cgroups.CgroupGone:
-                return  # the pod went away; the next event says so
+                return int(idle)  # the pod went away; the next event says so
             except qexecutor.ClaimRefused:
                 raise
             except cgroups.CgroupError as err:
@@ -152,3 +167,16 @@ class BatchResource(base.PeriodicStrategy):
                 level = logging.DEBUG if key in self._warned else logging.WARNING
                 self._warned.add(key)
                 log.log(level, "%s: pod %s: %s not set: %s", NAME, pod.key, resource.name, err)
+        return int(idle)
+
+    def _pod_idle(self, pod_dir: PurePosixPath) -> bool:
+        """The pod cgroup has cpu.idle = 1 (BECPUIdle's, through the executor's cache)."""
+        if not self._kernel_idle:
+            return False
+        try:
+            return self.handle.executor.current(pod_dir, cgroups.Resource.CPU_IDLE) == 1
+        except cgroups.Unsupported:
+            self._kernel_idle = False  # a kernel before 5.15: no group is ever idle
+        except cgroups.CgroupError:
+            pass  # gone or unreadable: the writes below say which
+        return False
