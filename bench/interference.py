@@ -1,0 +1,400 @@
+"""Online tail latency while batch work fills the node: nodeqos's colocation promise, measured.
+
+Run with `python -m bench interference [--rounds N] [--seconds S] [--warmup S]
+[--rate R]` as root on a machine prepared for real nodes (hack/node-setup.sh,
+hack/host-setup.sh bench for nginx); writes interference.json and
+interference.png (see bench/__init__.py). Issue #34.
+
+One real node (kubelet + containerd, `testbed.localnodes`) beside the local
+control plane with kube-scheduler. Its pods are confined to CPU 1 (the cpuset
+of its cgroup root); this process pins itself to CPU 0 first, so everything it
+starts (control plane, containerd, kubelet, vegeta) stays there, and the
+kubelet reserves that CPU for the system (`systemReserved: cpu: 1`).
+
+- Online: Debian's nginx serving a 615-byte page from a locally built image
+  (`testbed.ociimage.nginx_image`), an LS Burstable pod, driven by vegeta
+  (open loop) at one constant rate for the whole run: `--rate`, or calibrated
+  at the start so that nginx alone uses about 27 % of the node's CPU.
+- Batch: two busy pods (`while :; do :; done`) placed by kube-scheduler: with
+  nodeqos, asking cpu in a namespace a ClusterColocationProfile selects, so the
+  API server makes them BE asking batch-cpu; without it, no requests at all
+  (BestEffort, kubelet's cpu.shares 2).
+- Node CPU: the node's cgroup root's cpuacct.usage over the measured seconds, as
+  a share of its one CPU; the online pod's, the BE QoS cgroup's and nodeqos's
+  own pods' the same way.
+
+Arms, all in one run, each round in the base order (1, 2, 3, 5, 4) rotated by
+the round's number so that nodeqos is installed once a round: (1) online alone;
+(2) + batch, kubelet defaults, nodeqos not installed; (3) + nodeqos colocation
+as shipped (Batch resources, BatchResource cgroups, BE suppression by cfsQuota);
+(4) arm 3 with the agent's `BE_CPU_IDLE_GATES` (cpu.idle on BE pods; left out
+when this checkout's agent has no such gate); (5) arm 3 with BE suppression by
+cpuset. Each arm: batch pods Running, `--warmup` seconds, then `--seconds` of
+load measured. The goal (issue #34): in the best nodeqos arm node CPU >= 60 %
+with p99 <= 1.10x and p99.9 <= 1.25x arm 1's, and p99 better than arm 2's by
+more than the rounds' spread. Exit 1 when it is missed or a part fails to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import _interference_cluster as onenode
+from bench import _interference_nodeqos as qos
+from bench import _interference_results as results
+from bench import _vegeta, results_dir, write_results
+from kube import rest
+from testbed import components, controlplane, localnodes, ociimage
+
+REPO = Path(__file__).resolve().parent.parent
+NODE_IMAGE_SCRIPT = REPO / "hack" / "node-image.sh"
+NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
+TARGET_ONLINE_PERCENT = 27.5  # of the node's CPU, nginx alone
+PROBE_RATE = 1000
+PROBE_SECONDS = 6.0
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    number: int
+    name: str
+    batch: bool
+    nodeqos: bool
+    policy: str = qos.CFS_QUOTA
+    gates: str = ""
+
+
+ARMS = (
+    Arm(1, "online alone", batch=False, nodeqos=False),
+    Arm(2, "kubelet defaults", batch=True, nodeqos=False),
+    Arm(3, "nodeqos cfsQuota", batch=True, nodeqos=True),
+    Arm(5, "nodeqos cpuset", batch=True, nodeqos=True, policy=qos.CPUSET),
+    Arm(4, "nodeqos + cpu.idle", batch=True, nodeqos=True, gates=qos.BE_CPU_IDLE_GATES),
+)
+
+
+def round_order(arms: tuple[Arm, ...], index: int) -> list[Arm]:
+    """The arms of round `index`: the base order rotated by `index`."""
+    shift = index % len(arms)
+    return [*arms[shift:], *arms[:shift]]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    rounds: int = 3
+    seconds: float = 25.0
+    warmup: float = 10.0
+    rate: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    kube: rest.Rest
+    plane: Any  # controlplane.ControlPlane (anything with install_crds in tests)
+    workdir: Path
+
+
+def build_nginx_image(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    image = ociimage.nginx_image(onenode.NGINX_IMAGE)
+    return ociimage.write_archive(image, directory / "nginx.tar")
+
+
+def build_nodeqos_image() -> Path:
+    done = subprocess.run([str(NODE_IMAGE_SCRIPT)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip() or f"{NODE_IMAGE_SCRIPT} failed")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def real_cluster(workdir: Path, images: list[Path]) -> Iterator[Cluster]:
+    with (
+        controlplane.ControlPlane(
+            scheduler=True,
+            controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
+            nodes=(onenode.NODE,),
+            bind_address="0.0.0.0",
+            service_account_admission=True,
+        ) as plane,
+        localnodes.running_nodes(
+            plane,
+            (onenode.NODE,),
+            workdir=workdir / "nodes",
+            images=images,
+            kubelet_extra={"systemReserved": {"cpu": "1"}},
+            cpus=onenode.NODE_CPUS,
+        ),
+    ):
+        kube = rest.Rest(rest.api_client(plane.kubeconfig), qps=0)
+        try:
+            yield Cluster(kube, plane, workdir)
+        finally:
+            with contextlib.suppress(Exception):
+                onenode.delete_namespaces(kube, (onenode.BATCH_NAMESPACE, onenode.ONLINE_NAMESPACE))
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """How the bench starts each part; a test injects one that fails."""
+
+    nginx_image: Callable[[Path], Path] = field(default=lambda d: build_nginx_image(d))
+    nodeqos_image: Callable[[], Path] = field(default=lambda: build_nodeqos_image())
+    generator: Callable[[], Path] = field(default=lambda: _vegeta.find())
+    cluster: Callable[[Path, list[Path]], contextlib.AbstractContextManager[Cluster]] = field(
+        default=lambda w, i: real_cluster(w, i)
+    )
+    server: Callable[[Cluster], tuple[str, str]] = field(
+        default=lambda c: onenode.start_server(c.kube)
+    )
+
+
+def _start(part: str, start: Callable[[], Any]) -> Any:
+    """Run one start step; any failure becomes a StartFailure naming `part`."""
+    try:
+        return start()
+    except onenode.StartFailure:
+        raise
+    except Exception as err:
+        raise onenode.StartFailure(part, f"{type(err).__name__}: {err}") from err
+
+
+def calibrate(vegeta: Path, url: str, online_uid: str, workdir: Path, say: Say) -> dict[str, Any]:
+    """The rate at which nginx alone uses TARGET_ONLINE_PERCENT of the node's CPU."""
+    _start("generator", lambda: _vegeta.attack(vegeta, url, rate=200, seconds=2, workdir=workdir))
+    before = onenode.counters(online_uid, [])
+    report = _start(
+        "generator",
+        lambda: _vegeta.attack(
+            vegeta, url, rate=PROBE_RATE, seconds=PROBE_SECONDS, workdir=workdir
+        ),
+    )
+    after = onenode.counters(online_uid, [])
+    online = onenode.cpu_percent(before, after)["online_cpu_percent"]
+    rate = PROBE_RATE if online <= 0 else round(PROBE_RATE * TARGET_ONLINE_PERCENT / online, -2)
+    rate = int(min(max(rate, 100), 20_000))
+    say(f"calibration: {PROBE_RATE} req/s used {online:.1f}% of the node's CPU -> {rate} req/s")
+    return {
+        "probe_rate": PROBE_RATE,
+        "probe_online_cpu_percent": online,
+        "rate": rate,
+        "probe_p99_ms": report.p99_ms,
+        "target_online_cpu_percent": TARGET_ONLINE_PERCENT,
+    }
+
+
+class Rig:
+    """The node's nodeqos state across arms: installed or not, its policy and gates."""
+
+    def __init__(self, c: Cluster, image: str, say: Say) -> None:
+        self.c, self.image, self.say = c, image, say
+        self.installed: Arm | None = None
+
+    def enter(self, arm: Arm) -> None:
+        kube, state = self.c.kube, self.c.workdir / "nodeqos-state"
+        if not arm.nodeqos:
+            if self.installed is not None:
+                started = time.monotonic()
+                qos.remove(kube, self.image, state)
+                self.say(f"  nodeqos removed ({time.monotonic() - started:.0f}s)")
+                self.installed = None
+            return
+        started = time.monotonic()
+        if self.installed is None:
+            qos.install(kube, self.c.plane, self.image, state, policy=arm.policy, gates=arm.gates)
+            self.say(f"  nodeqos installed ({time.monotonic() - started:.0f}s)")
+        else:
+            if arm.gates != self.installed.gates:
+                qos.set_gates(kube, arm.gates)
+                self.say(
+                    f"  agent restarted with gates {arm.gates or 'default'} "
+                    f"({time.monotonic() - started:.0f}s)"
+                )
+            if arm.policy != self.installed.policy:
+                qos.set_policy(kube, arm.policy)
+            qos.wait_batch_room(kube)
+        self.installed = arm
+
+    def close(self) -> None:
+        if self.installed is not None:
+            with contextlib.suppress(Exception):
+                qos.remove(self.c.kube, self.image, self.c.workdir / "nodeqos-state")
+
+
+def measure(
+    rig: Rig,
+    arm: Arm,
+    vegeta: Path,
+    url: str,
+    online_uid: str,
+    rate: int,
+    options: Options,
+    number: int,
+) -> dict[str, Any]:
+    kube = rig.c.kube
+    rig.enter(arm)
+    if arm.batch:
+        onenode.start_batch(kube, batch=arm.nodeqos)
+    try:
+        time.sleep(options.warmup)
+        uids = onenode.nodeqos_pod_uids(kube)
+        load = os.getloadavg()[0]
+        before = onenode.counters(online_uid, uids)
+        report = _start(
+            "generator",
+            lambda: _vegeta.attack(
+                vegeta, url, rate=rate, seconds=options.seconds, workdir=rig.c.workdir / "vegeta"
+            ),
+        )
+        after = onenode.counters(online_uid, uids)
+        requests = onenode.batch_requests(kube) if arm.batch else {}
+        be_state = onenode.besteffort_state()
+    finally:
+        if arm.batch:
+            onenode.stop_batch(kube)
+    return {
+        "round": number,
+        "arm": arm.number,
+        "arm_name": arm.name,
+        "at": time.strftime("%H:%M:%S", time.gmtime()),
+        **onenode.cpu_percent(before, after),
+        **report.to_json(),
+        "batch_pod_requests": requests,
+        "besteffort": be_state,
+        "load_average_1m": round(load, 2),
+    }
+
+
+def run(options: Options, say: Say, parts: Parts | None = None) -> dict[str, Any]:
+    parts = parts or Parts()
+    arms = ARMS if qos.gate_available() else tuple(a for a in ARMS if a.number != 4)
+    skipped = (
+        []
+        if len(arms) == len(ARMS)
+        else [{"arm": 4, "why": f"this checkout's agent has no {qos.BE_CPU_IDLE_GATE} gate"}]
+    )
+    load_before = os.getloadavg()
+    onenode.pin_to_host_cpus()
+    with (
+        tempfile.TemporaryDirectory(prefix="nodeqos-interference-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
+        workdir = Path(tmp)
+        vegeta = _start("generator", parts.generator)
+        nginx = _start("nginx image", lambda: parts.nginx_image(workdir / "images"))
+        image_archive = _start("nodeqos image", parts.nodeqos_image)
+        c = _start(
+            "node", lambda: stack.enter_context(parts.cluster(workdir, [nginx, image_archive]))
+        )
+        url, online_uid = _start("server", lambda: parts.server(c))
+        say(f"online server nginx at {url} (pod uid {online_uid})")
+        _start("server", lambda: urllib.request.urlopen(url, timeout=5).read())
+        calibration = (
+            calibrate(vegeta, url, online_uid, workdir / "vegeta", say)
+            if options.rate is None
+            else {"rate": options.rate}
+        )
+        rate = int(calibration["rate"])
+        rig = Rig(c, NODEQOS_IMAGE, say)
+        stack.callback(rig.close)
+        onenode.namespace(c.kube, onenode.BATCH_NAMESPACE, {"colocation": "on"})
+        records = []
+        for number in range(options.rounds):
+            order = round_order(arms, number)
+            say(
+                f"round {number + 1}/{options.rounds}: arms {', '.join(str(a.number) for a in order)}"
+            )
+            for arm in order:
+                record = measure(rig, arm, vegeta, url, online_uid, rate, options, number)
+                records.append(record)
+                say(
+                    f"  arm {arm.number} {arm.name}: node CPU {record['node_cpu_percent']}%, "
+                    f"p50 {record['p50_ms']} ms, p99 {record['p99_ms']} ms, "
+                    f"p99.9 {record['p999_ms']} ms, errors {record['errors']}"
+                )
+    summary = results.summarize(records)
+    return {
+        "rounds": options.rounds,
+        "round_seconds": options.seconds,
+        "warmup_seconds": options.warmup,
+        "rate": rate,
+        "calibration": calibration,
+        "kernel": platform.release(),
+        "nproc": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "isolation": (
+            f"node {onenode.NODE}'s pods on CPU {onenode.NODE_CPUS} (cpuset of its cgroup root "
+            f"/nodeqos-{onenode.NODE}); the bench, vegeta, control plane, kubelet and containerd "
+            f"on CPU {','.join(map(str, sorted(onenode.HOST_CPUS)))} (sched_setaffinity); "
+            "kubelet systemReserved cpu 1; nodeqos's agent and manager are pods on the node"
+        ),
+        "threshold_percent": onenode.THRESHOLD_PERCENT,
+        "arms": [
+            {
+                "number": a.number,
+                "name": a.name,
+                "policy": a.policy if a.nodeqos else None,
+                "agent_feature_gates": a.gates if a.nodeqos else None,
+            }
+            for a in arms
+        ],
+        "skipped_arms": skipped,
+        "records": records,
+        "summary": {str(k): v for k, v in summary.items()},
+        "goal": results.goal(summary),
+        "table": results.table(summary),
+    }
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench interference", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every arm (default 3)")
+    parser.add_argument("--seconds", type=float, default=25.0, help="measured load per arm (25)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="settling before (10)")
+    parser.add_argument("--rate", type=int, default=None, help="requests/s (default: calibrated)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.seconds <= 0 or args.warmup < 0 or (args.rate or 1) < 1:
+        parser.error("--rounds, --seconds and --rate must be > 0, --warmup >= 0")
+    return args
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def main(argv: list[str] | None = None, parts: Parts | None = None) -> int:
+    args = parse(list(argv) if argv is not None else [])
+    options = Options(args.rounds, args.seconds, args.warmup, args.rate)
+    try:
+        result = run(options, say, parts)
+    except onenode.StartFailure as err:
+        print(f"interference: {err}", file=sys.stderr, flush=True)
+        return 1
+    path = write_results("interference", result)
+    (results_dir() / "interference.png").write_bytes(
+        results.plot(result["records"], rate=result["rate"])
+    )
+    print(result["table"], flush=True)
+    print(f"goal: {result['goal']}", flush=True)
+    print(f"wrote {path}", flush=True)
+    return 0 if result["goal"]["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
