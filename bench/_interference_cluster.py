@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,6 +355,13 @@ def delete_namespaces(kube: rest.Rest, names: tuple[str, ...], *, timeout: float
         )
 
 
-def pin_to_host_cpus() -> None:
-    """This process (and so every child it starts) on the host's CPUs, off the node's."""
+@contextlib.contextmanager
+def on_host_cpus() -> Iterator[None]:
+    """This process (and so every child it starts meanwhile) on the host's CPUs, off
+    the node's; the affinity it had restored on exit."""
+    was = os.sched_getaffinity(0)
     os.sched_setaffinity(0, HOST_CPUS)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)

@@ -287,8 +287,8 @@ def run(options: Options, say: Say, parts: Parts | None = None) -> dict[str, Any
         else [{"arm": 4, "why": f"this checkout's agent has no {qos.BE_CPU_IDLE_GATE} gate"}]
     )
     load_before = os.getloadavg()
-    onenode.pin_to_host_cpus()
     with (
+        onenode.on_host_cpus(),
         tempfile.TemporaryDirectory(prefix="nodeqos-interference-") as tmp,
         contextlib.ExitStack() as stack,
     ):
