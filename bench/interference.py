@@ -44,13 +44,14 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import bench
+from bench import _interference_arms as arms
 from bench import _interference_cluster as onenode
 from bench import _interference_nodeqos as qos
 from bench import _interference_results as results
@@ -61,50 +62,7 @@ from testbed import components, controlplane, localnodes, ociimage
 REPO = Path(__file__).resolve().parent.parent
 NODE_IMAGE_SCRIPT = REPO / "hack" / "node-image.sh"
 NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
-TARGET_ONLINE_PERCENT = 27.5  # of the node's CPU, nginx alone
-PROBE_RATE = 1000
-PROBE_SECONDS = 6.0
-Say = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Arm:
-    number: int
-    name: str
-    batch: bool
-    nodeqos: bool
-    policy: str = qos.CFS_QUOTA
-    gates: str = ""
-
-
-ARMS = (
-    Arm(1, "online alone", batch=False, nodeqos=False),
-    Arm(2, "kubelet defaults", batch=True, nodeqos=False),
-    Arm(3, "nodeqos cfsQuota", batch=True, nodeqos=True),
-    Arm(5, "nodeqos cpuset", batch=True, nodeqos=True, policy=qos.CPUSET),
-    Arm(4, "nodeqos + cpu.idle", batch=True, nodeqos=True, gates=qos.BE_CPU_IDLE_GATES),
-)
-
-
-def round_order(arms: tuple[Arm, ...], index: int) -> list[Arm]:
-    """The arms of round `index`: the base order rotated by `index`."""
-    shift = index % len(arms)
-    return [*arms[shift:], *arms[:shift]]
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    rounds: int = 3
-    seconds: float = 25.0
-    warmup: float = 10.0
-    rate: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Cluster:
-    kube: rest.Rest
-    plane: Any  # controlplane.ControlPlane (anything with install_crds in tests)
-    workdir: Path
+DOCS_PLOT = REPO / "docs" / "img" / "interference.png"
 
 
 def build_nginx_image(directory: Path) -> Path:
@@ -121,7 +79,7 @@ def build_nodeqos_image() -> Path:
 
 
 @contextlib.contextmanager
-def real_cluster(workdir: Path, images: list[Path]) -> Iterator[Cluster]:
+def real_cluster(workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
     with (
         controlplane.ControlPlane(
             scheduler=True,
@@ -141,7 +99,7 @@ def real_cluster(workdir: Path, images: list[Path]) -> Iterator[Cluster]:
     ):
         kube = rest.Rest(rest.api_client(plane.kubeconfig), qps=0)
         try:
-            yield Cluster(kube, plane, workdir)
+            yield arms.Cluster(kube, plane, workdir)
         finally:
             with contextlib.suppress(Exception):
                 onenode.delete_namespaces(kube, (onenode.BATCH_NAMESPACE, onenode.ONLINE_NAMESPACE))
@@ -154,136 +112,20 @@ class Parts:
     nginx_image: Callable[[Path], Path] = field(default=lambda d: build_nginx_image(d))
     nodeqos_image: Callable[[], Path] = field(default=lambda: build_nodeqos_image())
     generator: Callable[[], Path] = field(default=lambda: _vegeta.find())
-    cluster: Callable[[Path, list[Path]], contextlib.AbstractContextManager[Cluster]] = field(
+    cluster: Callable[[Path, list[Path]], contextlib.AbstractContextManager[arms.Cluster]] = field(
         default=lambda w, i: real_cluster(w, i)
     )
-    server: Callable[[Cluster], tuple[str, str]] = field(
+    server: Callable[[arms.Cluster], tuple[str, str]] = field(
         default=lambda c: onenode.start_server(c.kube)
     )
 
 
-def _start(part: str, start: Callable[[], Any]) -> Any:
-    """Run one start step; any failure becomes a StartFailure naming `part`."""
-    try:
-        return start()
-    except onenode.StartFailure:
-        raise
-    except Exception as err:
-        raise onenode.StartFailure(part, f"{type(err).__name__}: {err}") from err
-
-
-def calibrate(vegeta: Path, url: str, online_uid: str, workdir: Path, say: Say) -> dict[str, Any]:
-    """The rate at which nginx alone uses TARGET_ONLINE_PERCENT of the node's CPU."""
-    _start("generator", lambda: _vegeta.attack(vegeta, url, rate=200, seconds=2, workdir=workdir))
-    before = onenode.counters(online_uid, [])
-    report = _start(
-        "generator",
-        lambda: _vegeta.attack(
-            vegeta, url, rate=PROBE_RATE, seconds=PROBE_SECONDS, workdir=workdir
-        ),
-    )
-    after = onenode.counters(online_uid, [])
-    online = onenode.cpu_percent(before, after)["online_cpu_percent"]
-    rate = PROBE_RATE if online <= 0 else round(PROBE_RATE * TARGET_ONLINE_PERCENT / online, -2)
-    rate = int(min(max(rate, 100), 20_000))
-    say(f"calibration: {PROBE_RATE} req/s used {online:.1f}% of the node's CPU -> {rate} req/s")
-    return {
-        "probe_rate": PROBE_RATE,
-        "probe_online_cpu_percent": online,
-        "rate": rate,
-        "probe_p99_ms": report.p99_ms,
-        "target_online_cpu_percent": TARGET_ONLINE_PERCENT,
-    }
-
-
-class Rig:
-    """The node's nodeqos state across arms: installed or not, its policy and gates."""
-
-    def __init__(self, c: Cluster, image: str, say: Say) -> None:
-        self.c, self.image, self.say = c, image, say
-        self.installed: Arm | None = None
-
-    def enter(self, arm: Arm) -> None:
-        kube, state = self.c.kube, self.c.workdir / "nodeqos-state"
-        if not arm.nodeqos:
-            if self.installed is not None:
-                started = time.monotonic()
-                qos.remove(kube, self.image, state)
-                self.say(f"  nodeqos removed ({time.monotonic() - started:.0f}s)")
-                self.installed = None
-            return
-        started = time.monotonic()
-        if self.installed is None:
-            qos.install(kube, self.c.plane, self.image, state, policy=arm.policy, gates=arm.gates)
-            self.say(f"  nodeqos installed ({time.monotonic() - started:.0f}s)")
-        else:
-            if arm.gates != self.installed.gates:
-                qos.set_gates(kube, arm.gates)
-                self.say(
-                    f"  agent restarted with gates {arm.gates or 'default'} "
-                    f"({time.monotonic() - started:.0f}s)"
-                )
-            if arm.policy != self.installed.policy:
-                qos.set_policy(kube, arm.policy)
-            qos.wait_batch_room(kube)
-        self.installed = arm
-
-    def close(self) -> None:
-        if self.installed is not None:
-            with contextlib.suppress(Exception):
-                qos.remove(self.c.kube, self.image, self.c.workdir / "nodeqos-state")
-
-
-def measure(
-    rig: Rig,
-    arm: Arm,
-    vegeta: Path,
-    url: str,
-    online_uid: str,
-    rate: int,
-    options: Options,
-    number: int,
-) -> dict[str, Any]:
-    kube = rig.c.kube
-    rig.enter(arm)
-    if arm.batch:
-        onenode.start_batch(kube, batch=arm.nodeqos)
-    try:
-        time.sleep(options.warmup)
-        uids = onenode.nodeqos_pod_uids(kube)
-        load = os.getloadavg()[0]
-        before = onenode.counters(online_uid, uids)
-        report = _start(
-            "generator",
-            lambda: _vegeta.attack(
-                vegeta, url, rate=rate, seconds=options.seconds, workdir=rig.c.workdir / "vegeta"
-            ),
-        )
-        after = onenode.counters(online_uid, uids)
-        requests = onenode.batch_requests(kube) if arm.batch else {}
-        be_state = onenode.besteffort_state()
-    finally:
-        if arm.batch:
-            onenode.stop_batch(kube)
-    return {
-        "round": number,
-        "arm": arm.number,
-        "arm_name": arm.name,
-        "at": time.strftime("%H:%M:%S", time.gmtime()),
-        **onenode.cpu_percent(before, after),
-        **report.to_json(),
-        "batch_pod_requests": requests,
-        "besteffort": be_state,
-        "load_average_1m": round(load, 2),
-    }
-
-
-def run(options: Options, say: Say, parts: Parts | None = None) -> dict[str, Any]:
+def run(options: arms.Options, say: arms.Say, parts: Parts | None = None) -> dict[str, Any]:
     parts = parts or Parts()
-    arms = ARMS if qos.gate_available() else tuple(a for a in ARMS if a.number != 4)
+    chosen = arms.ARMS if qos.gate_available() else tuple(a for a in arms.ARMS if a.number != 4)
     skipped = (
         []
-        if len(arms) == len(ARMS)
+        if len(chosen) == len(arms.ARMS)
         else [{"arm": 4, "why": f"this checkout's agent has no {qos.BE_CPU_IDLE_GATE} gate"}]
     )
     load_before = os.getloadavg()
@@ -293,32 +135,32 @@ def run(options: Options, say: Say, parts: Parts | None = None) -> dict[str, Any
         contextlib.ExitStack() as stack,
     ):
         workdir = Path(tmp)
-        vegeta = _start("generator", parts.generator)
-        nginx = _start("nginx image", lambda: parts.nginx_image(workdir / "images"))
-        image_archive = _start("nodeqos image", parts.nodeqos_image)
-        c = _start(
+        vegeta = arms.start("generator", parts.generator)
+        nginx = arms.start("nginx image", lambda: parts.nginx_image(workdir / "images"))
+        image_archive = arms.start("nodeqos image", parts.nodeqos_image)
+        c = arms.start(
             "node", lambda: stack.enter_context(parts.cluster(workdir, [nginx, image_archive]))
         )
-        url, online_uid = _start("server", lambda: parts.server(c))
+        url, online_uid = arms.start("server", lambda: parts.server(c))
         say(f"online server nginx at {url} (pod uid {online_uid})")
-        _start("server", lambda: urllib.request.urlopen(url, timeout=5).read())
+        arms.start("server", lambda: urllib.request.urlopen(url, timeout=5).read())
         calibration = (
-            calibrate(vegeta, url, online_uid, workdir / "vegeta", say)
+            arms.calibrate(vegeta, url, online_uid, workdir / "vegeta", say)
             if options.rate is None
             else {"rate": options.rate}
         )
         rate = int(calibration["rate"])
-        rig = Rig(c, NODEQOS_IMAGE, say)
+        rig = arms.Rig(c, NODEQOS_IMAGE, say)
         stack.callback(rig.close)
         onenode.namespace(c.kube, onenode.BATCH_NAMESPACE, {"colocation": "on"})
         records = []
         for number in range(options.rounds):
-            order = round_order(arms, number)
+            order = arms.round_order(chosen, number)
             say(
                 f"round {number + 1}/{options.rounds}: arms {', '.join(str(a.number) for a in order)}"
             )
             for arm in order:
-                record = measure(rig, arm, vegeta, url, online_uid, rate, options, number)
+                record = arms.measure(rig, arm, vegeta, url, online_uid, rate, options, number)
                 records.append(record)
                 say(
                     f"  arm {arm.number} {arm.name}: node CPU {record['node_cpu_percent']}%, "
@@ -350,7 +192,7 @@ def run(options: Options, say: Say, parts: Parts | None = None) -> dict[str, Any
                 "policy": a.policy if a.nodeqos else None,
                 "agent_feature_gates": a.gates if a.nodeqos else None,
             }
-            for a in arms
+            for a in chosen
         ],
         "skipped_arms": skipped,
         "records": records,
@@ -380,16 +222,18 @@ def say(text: str) -> None:
 
 def main(argv: list[str] | None = None, parts: Parts | None = None) -> int:
     args = parse(list(argv) if argv is not None else [])
-    options = Options(args.rounds, args.seconds, args.warmup, args.rate)
+    options = arms.Options(args.rounds, args.seconds, args.warmup, args.rate)
     try:
         result = run(options, say, parts)
     except onenode.StartFailure as err:
         print(f"interference: {err}", file=sys.stderr, flush=True)
         return 1
     path = write_results("interference", result)
-    (results_dir() / "interference.png").write_bytes(
-        results.plot(result["records"], rate=result["rate"])
-    )
+    png = results.plot(result["records"], rate=result["rate"])
+    (results_dir() / "interference.png").write_bytes(png)
+    if results_dir() == bench.RESULTS_DIR:  # published: the docs show this run's plot
+        DOCS_PLOT.parent.mkdir(exist_ok=True)
+        DOCS_PLOT.write_bytes(png)
     print(result["table"], flush=True)
     print(f"goal: {result['goal']}", flush=True)
     print(f"wrote {path}", flush=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
+from bench import _interference_arms as arms
 from bench import _interference_cluster as onenode
 from bench import interference
 from kube import rest
@@ -26,14 +27,14 @@ class FakeNode:
         self.entered = self.exited = False
 
     @contextlib.contextmanager
-    def cluster(self, workdir: Path, images: list[Path]) -> Iterator[interference.Cluster]:
+    def cluster(self, workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
         assert all(image.is_file() for image in images)
         self.entered = True
         self.process = subprocess.Popen(["sleep", "600"])
         (self.root / "nodeqos-n1").mkdir()
         try:
             kube = rest.Rest(kubernetes.client.ApiClient(), qps=0)  # never called
-            yield interference.Cluster(kube, None, workdir)
+            yield arms.Cluster(kube, None, workdir)
         finally:
             self.process.kill()
             self.process.wait(timeout=10)
@@ -66,7 +67,7 @@ def test_a_server_that_fails_to_start_is_named_and_the_node_stopped(
     directory gone."""
     node = FakeNode(tmp_path)
 
-    def server(_: interference.Cluster) -> tuple[str, str]:
+    def server(_: arms.Cluster) -> tuple[str, str]:
         raise RuntimeError("nginx: [emerg] bind() to 0.0.0.0:80 failed")
 
     assert interference.main(["--rounds", "1"], _parts(tmp_path, node, server=server)) == 1

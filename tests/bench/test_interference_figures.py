@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from bench import _interference_arms as arms
 from bench import _interference_cluster as onenode
 from bench import _interference_results as results
-from bench import _pngplot, _vegeta, interference
+from bench import _pngplot, _vegeta
 from testbed import ociimage
 
 # `vegeta report -type=json` and the head and tail of `-type=hdrplot` of one real attack.
@@ -60,7 +61,7 @@ def test_real_vegeta_attacks_at_the_rate_asked(page: str, tmp_path: Path) -> Non
 
 def test_every_round_rotates_the_base_order() -> None:
     """Round r runs the base order (1, 2, 3, 5, 4) shifted by r: each arm leads once."""
-    orders = [[a.number for a in interference.round_order(interference.ARMS, r)] for r in range(3)]
+    orders = [[a.number for a in arms.round_order(arms.ARMS, r)] for r in range(3)]
     assert orders == [[1, 2, 3, 5, 4], [2, 3, 5, 4, 1], [3, 5, 4, 1, 2]]
 
 
