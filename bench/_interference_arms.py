@@ -68,10 +68,10 @@ class Cluster:
     workdir: Path
 
 
-def start(part: str, start: Callable[[], Any]) -> Any:
+def start(part: str, step: Callable[[], Any]) -> Any:
     """Run one start step; any failure becomes a StartFailure naming `part`."""
     try:
-        return start()
+        return step()
     except onenode.StartFailure:
         raise
     except Exception as err:
@@ -166,11 +166,11 @@ def measure(
             ),
         )
         after = onenode.counters(online_uid, uids)
-        requests = onenode.batch_requests(kube) if arm.batch else {}
+        requests = onenode.batch_requests(kube, batch=arm.nodeqos) if arm.batch else {}
         be_state = onenode.besteffort_state()
     finally:
         if arm.batch:
-            onenode.stop_batch(kube)
+            onenode.stop_batch(kube, batch=arm.nodeqos)
     return {
         "round": number,
         "arm": arm.number,

@@ -33,7 +33,8 @@ NODE_CPUS = "1"  # the node's pods' CPUs: its cgroup root's cpuset
 NODE_CPU_COUNT = 1
 HOST_CPUS = frozenset({0})  # the bench, vegeta, control plane, kubelet, containerd
 ONLINE_NAMESPACE = "interference-online"
-BATCH_NAMESPACE = "interference-batch"
+BATCH_NAMESPACE = "interference-batch"  # labelled colocation=on: the profile's
+PLAIN_NAMESPACE = "interference-plain"  # not selected by the profile (arm 2's pods)
 SYSTEM_NAMESPACE = placementloop.SYSTEM_NAMESPACE
 NGINX_IMAGE = "nodeqos.local/nginx:1"
 BUSYBOX_IMAGE = placementloop.BUSYBOX_IMAGE
@@ -228,6 +229,12 @@ def online_pod() -> dict[str, Any]:
     }
 
 
+def batch_namespace(batch: bool) -> str:
+    """Where the batch pods go: the profile's namespace, or one it never selects (so a
+    policy the API server has not yet dropped cannot touch arm 2's pods)."""
+    return BATCH_NAMESPACE if batch else PLAIN_NAMESPACE
+
+
 def batch_pod(index: int, *, batch: bool) -> dict[str, Any]:
     """A busy pod. `batch`: asks cpu, which the profile turns into batch-cpu (nodeqos
     arms); otherwise no requests at all: BestEffort under kubelet's defaults."""
@@ -244,7 +251,7 @@ def batch_pod(index: int, *, batch: bool) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {
             "name": f"crunch-{index}",
-            "namespace": BATCH_NAMESPACE,
+            "namespace": batch_namespace(batch),
             "labels": {"role": "batch", "app": "crunch"},
         },
         "spec": {
@@ -296,35 +303,37 @@ def start_server(kube: rest.Rest, *, timeout: float = 120.0) -> tuple[str, str]:
 
 
 def start_batch(kube: rest.Rest, *, batch: bool, timeout: float = 120.0) -> None:
+    namespace = batch_namespace(batch)
     for index in range(BATCH_PODS):
-        kube.create(f"/api/v1/namespaces/{BATCH_NAMESPACE}/pods", batch_pod(index, batch=batch))
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", batch_pod(index, batch=batch))
 
     def running() -> bool:
-        pods = placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch")
+        pods = placementwatch.pods(kube, namespace, "app=crunch")
         return sum(bool(p["status"].get("phase") == "Running") for p in pods) >= BATCH_PODS
 
     try:
         wait_for(running, f"{BATCH_PODS} batch pods Running", timeout=timeout)
     except TimeoutError as err:
-        pods = placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch")
+        pods = placementwatch.pods(kube, namespace, "app=crunch")
         raise StartFailure(
             "batch", "; ".join(f"{p['metadata']['name']}: {_pod_problem(p)}" for p in pods)
         ) from err
 
 
-def stop_batch(kube: rest.Rest, *, timeout: float = 120.0) -> None:
-    for pod in placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch"):
-        delete(kube, f"/api/v1/namespaces/{BATCH_NAMESPACE}/pods/{pod['metadata']['name']}")
+def stop_batch(kube: rest.Rest, *, batch: bool, timeout: float = 120.0) -> None:
+    namespace = batch_namespace(batch)
+    for pod in placementwatch.pods(kube, namespace, "app=crunch"):
+        delete(kube, f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}")
     wait_for(
-        lambda: not placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch"),
+        lambda: not placementwatch.pods(kube, namespace, "app=crunch"),
         "the batch pods gone",
         timeout=timeout,
     )
 
 
-def batch_requests(kube: rest.Rest) -> dict[str, str]:
+def batch_requests(kube: rest.Rest, *, batch: bool) -> dict[str, str]:
     """What the first batch pod asks after admission (the profile's doing, or not)."""
-    pods = placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch")
+    pods = placementwatch.pods(kube, batch_namespace(batch), "app=crunch")
     if not pods:
         return {}
     requests = pods[0]["spec"]["containers"][0].get("resources", {}).get("requests", {})

@@ -163,7 +163,20 @@ def install(
     cluster.wait_for(
         lambda: cluster.exists(kube, _policy_binding()), "the profile rendered", timeout=120
     )
+    cluster.wait_for(
+        lambda: profile_active(kube), "the API server applying the profile", timeout=60
+    )
     wait_batch_room(kube)
+
+
+def profile_active(kube: rest.Rest) -> bool:
+    """A batch pod created now would be made BE asking batch-cpu (a dry run: admission
+    runs, nothing is stored). The binding existing is not enough: the API server loads
+    policies asynchronously."""
+    path = f"/api/v1/namespaces/{cluster.BATCH_NAMESPACE}/pods"
+    pod = kube.request("POST", path, query={"dryRun": "All"}, body=cluster.batch_pod(0, batch=True))
+    requests = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    return cluster.BATCH_CPU in requests
 
 
 def wait_batch_room(kube: rest.Rest) -> int:

@@ -59,6 +59,7 @@ from bench import _vegeta, results_dir, write_results
 from kube import rest
 from testbed import components, controlplane, localnodes, ociimage
 
+RUN_BY_DEFAULT = False  # real nodes, ~20 minutes: `python -m bench interference`
 REPO = Path(__file__).resolve().parent.parent
 NODE_IMAGE_SCRIPT = REPO / "hack" / "node-image.sh"
 NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
@@ -102,7 +103,10 @@ def real_cluster(workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
             yield arms.Cluster(kube, plane, workdir)
         finally:
             with contextlib.suppress(Exception):
-                onenode.delete_namespaces(kube, (onenode.BATCH_NAMESPACE, onenode.ONLINE_NAMESPACE))
+                onenode.delete_namespaces(
+                    kube,
+                    (onenode.BATCH_NAMESPACE, onenode.PLAIN_NAMESPACE, onenode.ONLINE_NAMESPACE),
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +157,7 @@ def run(options: arms.Options, say: arms.Say, parts: Parts | None = None) -> dic
         rig = arms.Rig(c, NODEQOS_IMAGE, say)
         stack.callback(rig.close)
         onenode.namespace(c.kube, onenode.BATCH_NAMESPACE, {"colocation": "on"})
+        onenode.namespace(c.kube, onenode.PLAIN_NAMESPACE, {})
         records = []
         for number in range(options.rounds):
             order = arms.round_order(chosen, number)
