@@ -41,6 +41,7 @@ import argparse
 import contextlib
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -225,14 +226,23 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None, parts: Parts | None = None) -> int:
     args = parse(list(argv) if argv is not None else [])
     options = arms.Options(args.rounds, args.seconds, args.warmup, args.rate)
+    # SIGTERM (timeout(1), a CI runner) unwinds like Ctrl-C: the node, its pods and
+    # cgroups, and the control plane are stopped on the way out, never left behind.
+    previous = signal.signal(signal.SIGTERM, _interrupted)
     try:
         result = run(options, say, parts)
     except onenode.StartFailure as err:
         print(f"interference: {err}", file=sys.stderr, flush=True)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     path = write_results("interference", result)
     png = results.plot(result["records"], rate=result["rate"])
     (results_dir() / "interference.png").write_bytes(png)
