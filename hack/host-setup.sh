@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the host packages nodeqos's setup needs, from the one list in
 # hack/host-packages.txt, with apt-get: the packages of the groups named on the
-# command line (nodes, vm, load), or of every group when none is named.
+# command line (nodes, vm, load, bench), or of every group when none is named.
 #
 # Idempotent: nothing happens (no apt-get call) when every package's commands and
 # files are there, which takes a few milliseconds. `make test`, `make demo`,

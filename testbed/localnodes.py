@@ -116,15 +116,21 @@ def _cgroup_dirs(name: str) -> list[Path]:
 NODE_ROOT_SHARES = 262_144
 
 
-def _make_cgroup_root(name: str) -> None:
+def _make_cgroup_root(name: str, cpus: str | None = None) -> None:
+    """The node's cgroup root in every hierarchy; `cpus` (a cpuset list such as "1")
+    confines the node's pods to those CPUs, all of the host's when None."""
     for directory in _cgroup_dirs(name):
         directory.mkdir(exist_ok=True)
         if (directory / "cpu.shares").is_file():
             (directory / "cpu.shares").write_text(str(NODE_ROOT_SHARES))
         if directory.parent.name == "cpuset":
             # A new v1 cpuset is empty; tasks cannot join it until it has cpus and mems.
+            # Written before the kubelet starts: v1 refuses to shrink a cpuset below its
+            # children's, and the kubelet's kubepods copies this one when it is made.
             for knob in ("cpuset.cpus", "cpuset.mems"):
                 (directory / knob).write_text((directory.parent / knob).read_text())
+            if cpus is not None:
+                (directory / "cpuset.cpus").write_text(cpus)
 
 
 def _remove_cgroup_tree(top: Path) -> list[Path]:
@@ -154,6 +160,7 @@ class LocalNode:
         images: Sequence[Path] = (),
         kubelet_extra: Mapping[str, Any] | None = None,
         start_timeout: float = 90.0,
+        cpus: str | None = None,
     ) -> None:
         if not 1 <= index <= 250:
             raise ValueError(f"node index {index} must be within [1, 250] (its pod subnet)")
@@ -165,6 +172,7 @@ class LocalNode:
         self._images = tuple(images)
         self._kubelet_extra = dict(kubelet_extra or {})
         self._start_timeout = start_timeout
+        self.cpus = cpus  # the node's pods' CPUs (its cgroup root's cpuset); None: all
         self._containerd: subprocess.Popen[bytes] | None = None
         self._kubelet: subprocess.Popen[bytes] | None = None
         self._logs: list[IO[bytes]] = []
@@ -189,7 +197,7 @@ class LocalNode:
             self.workdir.mkdir(parents=True, exist_ok=True)
             for sub in ("cni", "pod-logs", "kubelet"):
                 (self.workdir / sub).mkdir(exist_ok=True)
-            _make_cgroup_root(self.name)
+            _make_cgroup_root(self.name, self.cpus)
             self.start_containerd()
             for image in self._images:
                 self.ctr("images", "import", str(image))
@@ -376,6 +384,7 @@ def running_nodes(
     images: Sequence[Path] = (),
     binaries: NodeBinaries | None = None,
     kubelet_extra: Mapping[str, Any] | None = None,
+    cpus: str | None = None,
 ) -> Iterator[list[LocalNode]]:
     """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
 
@@ -395,6 +404,7 @@ def running_nodes(
             images=all_images,
             binaries=binaries,
             kubelet_extra=kubelet_extra,
+            cpus=cpus,
         )
         yield nodes
 
@@ -408,6 +418,7 @@ def _start_all(
     images: Sequence[Path],
     binaries: NodeBinaries,
     kubelet_extra: Mapping[str, Any] | None = None,
+    cpus: str | None = None,
 ) -> None:
     for index, name in enumerate(names, start=1):
         node = LocalNode(
@@ -418,6 +429,7 @@ def _start_all(
             workdir=workdir / name,
             images=images,
             kubelet_extra=kubelet_extra,
+            cpus=cpus,
         )
         node.start()
         nodes.append(node)

@@ -10,6 +10,10 @@ images import`). Two images are built here from Debian's `busybox-static`
 - a workload image whose /bin has busybox and its applets (`sh`, `sleep`,
   `dd`, ...), for pods that burn CPU or hold memory in tests.
 
+A third, for `python -m bench interference`, holds Debian's nginx (a dynamically
+linked binary): the binary, the shared objects `ldd` says it maps, a minimal
+configuration and a small page.
+
 The archive is an OCI image layout (index.json, oci-layout, blobs/sha256/...),
 the format `ctr images import` reads; the image's name travels in the index
 annotation `io.containerd.image.name` (containerd's own convention), so the
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import subprocess
 import tarfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,3 +178,101 @@ def oci_archive(image: Image) -> bytes:
 def write_archive(image: Image, path: Path) -> Path:
     path.write_bytes(oci_archive(image))
     return path
+
+
+# -- a dynamically linked server: nginx from Debian's package ------------------------
+
+NGINX = Path("/usr/sbin/nginx")
+NGINX_CONF = """\
+# The interference bench's online server: one worker (the node has one CPU),
+# a small static page, no access log (its writes would be the bench's noise).
+user root root;
+worker_processes 1;
+daemon off;
+pid /tmp/nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    default_type text/html;
+    keepalive_requests 1000000;
+    client_body_temp_path /tmp/body;
+    proxy_temp_path /tmp/proxy;
+    fastcgi_temp_path /tmp/fastcgi;
+    uwsgi_temp_path /tmp/uwsgi;
+    scgi_temp_path /tmp/scgi;
+    server {
+        listen 80;
+        root /srv/www;
+    }
+}
+"""
+# nginx's own welcome page is 615 bytes: a page of that size.
+NGINX_PAGE = (
+    "<!DOCTYPE html><html><body><p>nodeqos online server</p>" + "." * 540 + "</body></html>\n"
+)
+
+
+def parse_ldd(text: str) -> list[str]:
+    """The absolute paths of the shared objects in `ldd` output, the loader included.
+
+    Lines look like ``libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)`` or
+    ``/lib64/ld-linux-x86-64.so.2 (0x...)``; the vDSO has no file and is skipped.
+    """
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("linux-vdso") or line.startswith("linux-gate"):
+            continue
+        name, arrow, target = line.partition("=>")
+        path = (target if arrow else name).strip().split(" (", 1)[0].strip()
+        if path == "not found" or not path.startswith("/"):
+            raise ImageError(f"shared object {name.strip()} not found (ldd: {line!r})")
+        found.append(path)
+    return found
+
+
+def shared_objects(binary: Path) -> list[str]:
+    """What the dynamic loader maps for `binary`: `ldd`'s answer, parsed."""
+    try:
+        done = subprocess.run(
+            ["ldd", str(binary)], capture_output=True, text=True, check=False, timeout=30
+        )
+    except FileNotFoundError as err:
+        raise ImageError("no ldd on PATH (Debian's libc-bin provides it)") from err
+    if done.returncode != 0:
+        raise ImageError(f"ldd {binary}: {done.stderr.strip() or done.stdout.strip()}")
+    return parse_ldd(done.stdout)
+
+
+def nginx_image(name: str, *, nginx: Path = NGINX) -> Image:
+    """nginx from the host's Debian package with its shared objects (ldd's closure),
+    a minimal configuration, a small page, and the passwd/group entries it looks up."""
+    if not nginx.is_file():
+        raise ImageError(
+            f"{nginx} not found: run hack/host-setup.sh bench as root, which installs "
+            "Debian's nginx (apt-get install nginx)"
+        )
+    files = {nginx.as_posix().lstrip("/"): nginx.read_bytes()}
+    for path in shared_objects(nginx):
+        files[path.lstrip("/")] = Path(path).resolve().read_bytes()
+    files.update(
+        {
+            "etc/nginx/nginx.conf": NGINX_CONF.encode(),
+            "srv/www/index.html": NGINX_PAGE.encode(),
+            "etc/passwd": b"root:x:0:0:root:/root:/bin/false\n",
+            "etc/group": b"root:x:0:\n",
+            "tmp/.keep": b"",
+        }
+    )
+    return Image(
+        name=name,
+        files=files,
+        entrypoint=(
+            "/" + nginx.as_posix().lstrip("/"),
+            "-e",
+            "stderr",
+            "-c",
+            "/etc/nginx/nginx.conf",
+        ),
+    )
