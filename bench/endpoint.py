@@ -28,6 +28,7 @@ over the others' are reported.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import importlib.util
@@ -199,6 +200,13 @@ def _median_of(rounds: list[dict[str, float]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench endpoint",
+        description="kube.endpoint against the server before it and aiohttp: keep-alive POSTs,"
+        " new-connection probes, POSTs beside 1,000 idle connections",
+    )
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"default {ROUNDS}")
+    rounds = parser.parse_args(argv).rounds
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
@@ -218,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         name: {"keep_alive_post": [], "new_connection_healthz": [], "post_under_1000_idle": []}
         for name in names
     }
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         order = names[round_ % len(names) :] + names[: round_ % len(names)]
         for name in order:
             with arms[name]() as address:
@@ -226,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                 measured[name]["keep_alive_post"].append(_summary(_keep_alive(address)))
                 measured[name]["new_connection_healthz"].append(_summary(_fresh(address)))
                 measured[name]["post_under_1000_idle"].append(_summary(_under_idle(address)))
-    results: dict[str, Any] = {"calls": CALLS, "rounds": ROUNDS, "skipped": skipped}
+    results: dict[str, Any] = {"calls": CALLS, "rounds": rounds, "skipped": skipped}
     for name in names:
         results[name] = {case: _median_of(rounds) for case, rounds in measured[name].items()}
         for case, figures in results[name].items():
