@@ -163,7 +163,10 @@ class Watch:
             + f" (updated {', '.join(s[11:19] for s in stamps.values())})"
         )
         hot = percent[self.scene.hot]
-        if not self.outcome.evictions and hot is not None and hot > self.scene.high_cpu:
+        # the first hot report, then each later one until an eviction shows (a report seen
+        # in the same poll as the first eviction still counts when it is the only one)
+        hot_now = hot is not None and hot > self.scene.high_cpu
+        if hot_now and (not self.outcome.evictions or not self.outcome.before):
             self.outcome.before = {n: p for n, p in percent.items() if p is not None}
         # a hot-node report averaging only time after the evicted pods were gone (a later
         # eviction starts the wait again: the loop may move pods over several cycles)

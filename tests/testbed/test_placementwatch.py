@@ -72,3 +72,16 @@ def test_before_is_the_last_hot_report_before_the_first_eviction_not_start_up_no
     kube.report("2026-11-27T12:01:10Z", n1="300m", n2="150m", n3="6m")  # after the eviction
     watch.poll()
     assert watch.outcome.before == pytest.approx({"n1": 22.9, "n2": 0.2, "n3": 0.3})
+
+
+def test_before_is_taken_even_when_the_first_report_comes_with_the_first_eviction() -> None:
+    """The descheduler may act on the first complete report before the watch reads it."""
+    kube = FakeKube()
+    watch = placementwatch.Watch(kube, SCENE, initial=set(), say=lambda _: None)  # type: ignore[arg-type]
+    kube.evict("batch-1")
+    kube.report("2026-11-27T12:00:10Z", n1="460m", n2="4m", n3="6m")
+    watch.poll()
+    assert watch.outcome.before == pytest.approx({"n1": 23.0, "n2": 0.2, "n3": 0.3})
+    kube.report("2026-11-27T12:00:40Z", n1="300m", n2="150m", n3="6m")  # cooler: not before
+    watch.poll()
+    assert watch.outcome.before["n1"] == pytest.approx(23.0)
