@@ -302,11 +302,48 @@ def _wait_installed(kube: rest.Rest, say: Say) -> str:
         return ips[0] if ips else None
 
     ip: str = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
+    wait_for(
+        functools.partial(_settled, kube),
+        "a NodeMetric of every node covering the nodeqos pods it runs",
+        timeout=240,
+        interval=2.0,
+    )
     say(
-        f"agents Ready on {', '.join(NODES)}, descheduler and extender running "
+        f"agents Ready on {', '.join(NODES)}, descheduler and extender running, nodes settled "
         f"({time.monotonic() - started:.0f}s)"
     )
     return ip
+
+
+def _settled(kube: rest.Rest) -> bool:
+    """Every node's NodeMetric reports a window that starts after the nodeqos pods on it
+    were scheduled. Until then the extender estimates those pods from their requests and
+    limits (LoadAware: a pod scheduled within the last report interval is not yet in the
+    usage), which puts a destination holding a just-started extender replica (2 cores of
+    limit) over the scenario's 10% threshold; kube-scheduler does not retry a pod it found
+    unschedulable on a NodeMetric update, so a replacement refused then waits 5 minutes."""
+    metrics = {m["metadata"]["name"]: m for m in kube.get(placementwatch.NODEMETRICS)["items"]}
+    for pod in placementwatch.pods(kube, SYSTEM_NAMESPACE):
+        node = pod["spec"].get("nodeName")
+        if node not in NODES:
+            continue
+        metric = metrics.get(node) or {}
+        stamp = (metric.get("status") or {}).get("updateTime")
+        policy = (metric.get("spec") or {}).get("metricCollectPolicy") or {}
+        interval = float(policy.get("reportIntervalSeconds") or 60)
+        scheduled = next(
+            (
+                c.get("lastTransitionTime")
+                for c in pod["status"].get("conditions", [])
+                if c["type"] == "PodScheduled" and c["status"] == "True"
+            ),
+            None,
+        )
+        if not stamp or not scheduled:
+            return False
+        if placementwatch.parse_time(stamp) - interval <= placementwatch.parse_time(scheduled):
+            return False
+    return True
 
 
 def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:

@@ -43,9 +43,9 @@ class Outcome:
     evictions: list[dict[str, str]] = field(default_factory=list)  # pod, app, from, to, message
     refusals: list[dict[str, str]] = field(default_factory=list)  # pod, app, message
     placements: list[dict[str, str]] = field(default_factory=list)  # pod, app, node
-    # node -> cpu % in the last report that showed n1 hot before the first eviction: what
-    # the descheduler acted on, not the first reports' start-up noise (image imports, agents
-    # starting), which put a node that never ran hot at 30 % in the summary
+    # node -> cpu % in the last report before the first eviction: what the descheduler
+    # acted on, not the first reports' start-up noise (image imports, agents starting),
+    # which put a node that never ran hot at 30 % in the summary
     before: dict[str, float] = field(default_factory=dict)
     after: dict[str, float] = field(default_factory=dict)  # node -> cpu % when n1 cooled
     cooled: bool = False
@@ -163,10 +163,9 @@ class Watch:
             + f" (updated {', '.join(s[11:19] for s in stamps.values())})"
         )
         hot = percent[self.scene.hot]
-        # the first hot report, then each later one until an eviction shows (a report seen
-        # in the same poll as the first eviction still counts when it is the only one)
-        hot_now = hot is not None and hot > self.scene.high_cpu
-        if hot_now and (not self.outcome.evictions or not self.outcome.before):
+        # the last report before the first eviction (the first report, when the watch reads
+        # it in the same poll as the first eviction): what the descheduler acted on
+        if not self.outcome.evictions or not self.outcome.before:
             self.outcome.before = {n: p for n, p in percent.items() if p is not None}
         # a hot-node report averaging only time after the evicted pods were gone (a later
         # eviction starts the wait again: the loop may move pods over several cycles)
