@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kube import quantity, rest
-from testbed import placementloop, placementwatch
+from testbed import localcluster, placementloop, placementwatch
 
 NODE = "n1"
 NODE_CPUS = "1"  # the node's pods' CPUs: its cgroup root's cpuset
@@ -79,22 +79,9 @@ def wait_for(check: Any, what: str, *, timeout: float, interval: float = 0.5) ->
     return placementloop.wait_for(tolerant, what, timeout=timeout, interval=interval)
 
 
-def delete(kube: rest.Rest, path: str) -> None:
-    try:
-        kube.delete(path)
-    except rest.ApiError as err:
-        if not err.not_found:
-            raise
-
-
-def exists(kube: rest.Rest, path: str) -> bool:
-    try:
-        kube.get(path)
-    except rest.ApiError as err:
-        if err.not_found:
-            return False
-        raise
-    return True
+# one place for both: the loops of testbed use them too
+exists = localcluster.exists
+delete = localcluster.delete_path
 
 
 # -- cgroup v1 counters of the node ----------------------------------------------------

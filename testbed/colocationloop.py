@@ -191,24 +191,6 @@ def profile() -> dict[str, Any]:
 # -- reading the cluster -------------------------------------------------------------
 
 
-def _exists(kube: rest.Rest, path: str) -> bool:
-    try:
-        kube.get(path)
-    except rest.ApiError as err:
-        if err.not_found:
-            return False
-        raise
-    return True
-
-
-def _delete_path(kube: rest.Rest, path: str) -> None:
-    try:
-        kube.delete(path)
-    except rest.ApiError as err:
-        if not err.not_found:
-            raise
-
-
 def batch_allocatable(kube: rest.Rest) -> dict[str, tuple[int, int] | None]:
     """Each node's (batch-cpu millicores, batch-memory bytes), None while unpublished."""
     found: dict[str, tuple[int, int] | None] = {}
@@ -357,7 +339,7 @@ def installed(
         stall_timeout=placementloop.STALL_TIMEOUT_S,
     )
     for node in NODES:
-        _delete_path(kube, f"{NODEMETRICS}/{node}")
+        localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
         kube.create(
             NODEMETRICS,
             {
@@ -376,7 +358,7 @@ def installed(
             localcluster.apply(kube, doc)
             if doc["kind"] == "Namespace":
                 placementloop.wait_namespace_ready(kube, doc["metadata"]["name"])
-        _delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
+        localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
         kube.create(
             PRIORITY_CLASSES,
             {"metadata": {"name": PRIORITY_CLASS}, "value": 5000, "preemptionPolicy": "Never"},
@@ -408,7 +390,9 @@ def installed(
             f"nodeqos-colocation-{PROFILE}",
         )
         wait_for(
-            lambda: _exists(kube, policy), f"the manager to render profile {PROFILE}", timeout=120
+            lambda: localcluster.exists(kube, policy),
+            f"the manager to render profile {PROFILE}",
+            timeout=120,
         )
         say(
             f"agents Ready on {', '.join(NODES)}, nodeqos-manager Ready, profile {PROFILE} "
@@ -417,12 +401,12 @@ def installed(
         )
         yield
     finally:
-        _delete_path(kube, f"{PROFILES}/{PROFILE}")
-        _delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
+        localcluster.delete_path(kube, f"{PROFILES}/{PROFILE}")
+        localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
         for doc in reversed(docs):
             _delete_doc(kube, doc)
         for kind in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
-            _delete_path(
+            localcluster.delete_path(
                 kube,
                 rest.object_path(
                     "admissionregistration.k8s.io", "v1", kind, f"nodeqos-colocation-{PROFILE}"
@@ -435,7 +419,7 @@ def installed(
                 stall_timeout=placementloop.STALL_TIMEOUT_S,
             )
         for node in NODES:
-            _delete_path(kube, f"{NODEMETRICS}/{node}")
+            localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
             kube.patch(
                 f"/api/v1/nodes/{node}",
                 {"metadata": {"labels": {SMALL_LABEL: None, AGENT_LABEL: None}}},
@@ -456,11 +440,13 @@ def _delete_doc(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
     group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
     meta = doc["metadata"]
     namespace = meta.get("namespace") if namespaced else None
-    _delete_path(kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace))
+    localcluster.delete_path(
+        kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace)
+    )
 
 
 def _system_left(kube: rest.Rest) -> int:
-    if not _exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
+    if not localcluster.exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
         return 0
     return 1 + len(placementwatch.pods(kube, SYSTEM_NAMESPACE))
 
@@ -811,7 +797,7 @@ def run(kube: rest.Rest, say: Say) -> Outcome:
         return outcome
     finally:
         for namespace in (BATCH_NAMESPACE, ONLINE_NAMESPACE):
-            _delete_path(kube, f"/api/v1/namespaces/{namespace}")
+            localcluster.delete_path(kube, f"/api/v1/namespaces/{namespace}")
         for namespace in (BATCH_NAMESPACE, ONLINE_NAMESPACE):
             path = f"/api/v1/namespaces/{namespace}"
             wait_for(
@@ -822,7 +808,7 @@ def run(kube: rest.Rest, say: Say) -> Outcome:
 
 
 def _gone(kube: rest.Rest, path: str) -> bool:
-    return not _exists(kube, path)
+    return not localcluster.exists(kube, path)
 
 
 def summarize(outcome: Outcome, say: Say) -> None:

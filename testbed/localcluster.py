@@ -25,6 +25,26 @@ from kube import rest, selectors
 PODS = "/api/v1/namespaces/{ns}/pods"
 
 
+def exists(kube: rest.Rest, path: str) -> bool:
+    """Whether the object at `path` exists (any other API error raises)."""
+    try:
+        kube.get(path)
+    except rest.ApiError as err:
+        if err.not_found:
+            return False
+        raise
+    return True
+
+
+def delete_path(kube: rest.Rest, path: str) -> None:
+    """Delete the object at `path`; one already gone is fine."""
+    try:
+        kube.delete(path)
+    except rest.ApiError as err:
+        if not err.not_found:
+            raise
+
+
 def now_rfc3339() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -204,23 +204,15 @@ def wait_for(check: Callable[[], Any], what: str, *, timeout: float, interval: f
         time.sleep(interval)
 
 
-def _exists(kube: rest.Rest, path: str) -> bool:
-    try:
-        kube.get(path)
-    except rest.ApiError as err:
-        if err.not_found:
-            return False
-        raise
-    return True
-
-
 def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0) -> None:
     """The controllers' `default` ServiceAccount and `kube-root-ca.crt` exist (pods need them)."""
     for path in (
         f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
         f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt",
     ):
-        wait_for(functools.partial(_exists, kube, path), path, timeout=timeout, interval=0.2)
+        wait_for(
+            functools.partial(localcluster.exists, kube, path), path, timeout=timeout, interval=0.2
+        )
 
 
 # -- install -----------------------------------------------------------------------------
@@ -233,7 +225,7 @@ STALL_TIMEOUT_S = 120.0
 
 def _system_left(kube: rest.Rest) -> int:
     """The earlier install's pods still there, plus one while its namespace is."""
-    if not _exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
+    if not localcluster.exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
         return 0
     return 1 + len(placementwatch.pods(kube, SYSTEM_NAMESPACE))
 
@@ -256,7 +248,7 @@ def installed(
             "metadata": {"name": node},
             "spec": NODEMETRIC_SPEC,
         }
-        _delete_path(kube, f"{NODEMETRICS}/{node}")  # an earlier agent's, default spec
+        localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")  # an earlier agent's, default spec
         kube.create(NODEMETRICS, body)
     plane.install_crds(DEPLOY / "crds")
     docs = manifests(image, state_dir)
@@ -282,7 +274,7 @@ def installed(
                 stall_timeout=STALL_TIMEOUT_S,
             )
         for node in NODES:
-            _delete_path(kube, f"{NODEMETRICS}/{node}")
+            localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
 
 
 def _wait_installed(kube: rest.Rest, say: Say) -> str:
@@ -350,16 +342,9 @@ def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
     group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
     meta = doc["metadata"]
     namespace = meta.get("namespace") if namespaced else None
-    _delete_path(kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace))
-
-
-def _delete_path(kube: rest.Rest, path: str) -> None:
-    """Delete the object at `path`; one already gone is fine."""
-    try:
-        kube.delete(path)
-    except rest.ApiError as err:
-        if not err.not_found:
-            raise
+    localcluster.delete_path(
+        kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace)
+    )
 
 
 # -- the scenario ----------------------------------------------------------------------
@@ -490,9 +475,9 @@ def run(
         outcome.seconds = round(time.monotonic() - started, 1)
         return outcome
     finally:
-        _delete_path(kube, f"/api/v1/namespaces/{NAMESPACE}")
+        localcluster.delete_path(kube, f"/api/v1/namespaces/{NAMESPACE}")
         wait_for(
-            lambda: not _exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
+            lambda: not localcluster.exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
             f"namespace {NAMESPACE} to be gone",
             timeout=120,
         )
