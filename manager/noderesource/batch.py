@@ -55,7 +55,8 @@ class BatchAllocatable:
         return {BATCH_CPU: self.cpu, BATCH_MEMORY: self.memory}
 
 
-def _priority(pod: objects.Pod) -> classify.PriorityClass:
+def priority(pod: objects.Pod) -> classify.PriorityClass:
+    """The pod's Koordinator priority class, defaulted from its QoS (BE: batch, others: prod)."""
     found = pod.koord_priority_class
     if found is not classify.PriorityClass.NONE:
         return found
@@ -86,6 +87,19 @@ def _annotated_reservation(annotations: Mapping[str, str]) -> dict[str, int]:
             return {}
     if count:  # reservedCPUs replaces a cpu quantity (Koordinator's GetNodeReservationResources)
         found[_CPU] = count * 1000
+    return found
+
+
+def reservation(node: objects.Node) -> dict[str, int]:
+    """cpu and memory the node keeps for itself: max(kubelet's capacity - allocatable, the
+    reservation annotation), as Koordinator's nodeReserved (never negative)."""
+    annotated = _annotated_reservation(node.annotations)
+    allocatable = node.allocatable
+    found = {}
+    for r in (_CPU, _MEM):
+        capacity = node.capacity.get(r, 0)
+        kubelet = max(capacity - allocatable.get(r, capacity), 0)
+        found[r] = max(kubelet, annotated.get(r, 0))
     return found
 
 
@@ -125,7 +139,7 @@ def _high_priority(pods: Iterable[objects.Pod], metric: slo.NodeMetric) -> _High
             continue
         reported = by_key.get(pod.key)
         dangling.pop(pod.key, None)
-        if _priority(pod) in _LOW:
+        if priority(pod) in _LOW:
             continue
         request = {r: pod.requests.get(r, 0) for r in (_CPU, _MEM)}
         if reported is None:  # not measured yet: its request stands for its usage
@@ -156,7 +170,7 @@ def calculate(
     hp = _high_priority(pods, metric)
     node_info = metric.status.node_metric
     system_usage = node_info.system_usage if node_info is not None else quantity.EMPTY
-    annotated = _annotated_reservation(node.annotations)
+    node_reserved = reservation(node)
     result: dict[str, int] = {}
     for r, reclaim, limit_pct, policy in (
         (
@@ -174,8 +188,7 @@ def calculate(
     ):
         capacity = node.capacity.get(r, 0)
         margin = int(capacity * ((100 - reclaim) / 100.0))
-        kubelet_reserved = max(capacity - node.allocatable.get(r, capacity), 0)
-        reserved = max(kubelet_reserved, annotated.get(r, 0))
+        reserved = node_reserved[r]
         system = max(system_usage.get(r, 0), reserved)
         if policy == config.MAX_USAGE_REQUEST:
             value = capacity - margin - system - hp.peak[r]
