@@ -32,6 +32,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from kube import classify, objects, quantity, slo
 from manager.noderesource import config
@@ -203,6 +204,12 @@ def calculate(
     return BatchAllocatable(result[_CPU], result[_MEM])
 
 
+class Allocatable(Protocol):
+    """What `needs_update` compares: extended resource name -> value."""
+
+    def as_resources(self) -> dict[str, int]: ...
+
+
 def _diff(old: int | None, new: int, threshold: float) -> bool:
     """Koordinator's IsQuantityDiff on milli-values: |new - old| > old * threshold."""
     if old is None:
@@ -213,7 +220,7 @@ def _diff(old: int | None, new: int, threshold: float) -> bool:
 def needs_update(
     strategy: config.ColocationStrategy,
     current: Mapping[str, int],
-    wanted: BatchAllocatable,
+    wanted: Allocatable,
     last_update: datetime | None,
     now: datetime,
 ) -> bool:
