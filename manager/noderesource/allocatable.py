@@ -8,12 +8,13 @@ under one diff threshold, update interval and degrade rule (`batch.needs_update`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from kube import objects, slo
-from manager.noderesource import batch, config, mid
+from manager.noderesource import batch, config, mid, normalization
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +40,14 @@ def calculate(
     metric: slo.NodeMetric | None,
     now: datetime,
 ) -> NodeAllocatable:
-    """The node's batch and mid allocatable under `strategy` at `now`."""
+    """The node's batch and mid allocatable under `strategy` at `now`, their CPU amplified by
+    the node's CPU normalization ratio (`normalization`)."""
     pods = list(pods)
-    return NodeAllocatable(
-        batch.calculate(strategy, node, pods, metric, now),
-        mid.calculate(strategy, node, pods, metric, now),
-    )
+    found_batch = batch.calculate(strategy, node, pods, metric, now)
+    found_mid = mid.calculate(strategy, node, pods, metric, now)
+    ratio = normalization.cpu_normalization_ratio(node.annotations)
+    if ratio is not None:
+        cpu = normalization.amplify_cpu
+        found_batch = dataclasses.replace(found_batch, cpu=cpu(found_batch.cpu, ratio))
+        found_mid = dataclasses.replace(found_mid, cpu=cpu(found_mid.cpu, ratio))
+    return NodeAllocatable(found_batch, found_mid)

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from kube import classify, objects, quantity, slo
-from manager.noderesource import config
+from manager.noderesource import config, normalization
 
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
@@ -93,9 +93,10 @@ def _annotated_reservation(annotations: Mapping[str, str]) -> dict[str, int]:
 
 def reservation(node: objects.Node) -> dict[str, int]:
     """cpu and memory the node keeps for itself: max(kubelet's capacity - allocatable, the
-    reservation annotation), as Koordinator's nodeReserved (never negative)."""
+    reservation annotation), as Koordinator's nodeReserved (never negative); the allocatable
+    is the kubelet's own when an amplification webhook raised it (`normalization`)."""
     annotated = _annotated_reservation(node.annotations)
-    allocatable = node.allocatable
+    allocatable = normalization.raw_allocatable(node)
     found = {}
     for r in (_CPU, _MEM):
         capacity = node.capacity.get(r, 0)
