@@ -233,6 +233,29 @@ def test_controller_patches_mid_resources_beside_batch(running: tuple[Any, ...])
     assert status_of(mid.MID_MEMORY) == "0"
 
 
+@pytest.mark.controlplane
+def test_controller_amplifies_batch_and_mid_cpu_by_the_normalization_ratio(
+    running: tuple[Any, ...],
+) -> None:
+    """Annotating the Node with cpu-normalization-ratio 1.5 rewrites batch-cpu and mid-cpu x1.5
+    (the annotation change alone wakes the controller); memory stays."""
+    kube, _controller, name, clock, _registry = running
+    _put_metric(kube, name, clock.now, reclaimable={"cpu": "1200m", "memory": "3Gi"})
+
+    def allocatable() -> dict[str, Any]:
+        found: dict[str, Any] = kube.get(f"/api/v1/nodes/{name}")["status"]["allocatable"]
+        return found
+
+    eventually(lambda: allocatable().get(mid.MID_CPU) == "1200", "mid-cpu 1200 on the node")
+    memory = allocatable()[batch.BATCH_MEMORY]
+    ratio = {"node.koordinator.sh/cpu-normalization-ratio": "1.50"}
+    kube.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": ratio}})
+    eventually(lambda: allocatable().get(batch.BATCH_CPU) == "2850", "batch-cpu 1900 x 1.5")
+    found = allocatable()
+    assert (found[mid.MID_CPU], found[batch.BATCH_MEMORY]) == ("1800", memory)
+    assert found[mid.MID_MEMORY] == str(3 * GI)
+
+
 class GatedRest(rest.Rest):
     """The real client, whose Node status patches wait at a gate and are recorded."""
 
