@@ -12,6 +12,13 @@ limit, or 250m / 200 MiB when the pod asks for nothing; a pod counts with its
 estimate (minus what the NodeMetric already measured for it) while it was
 scheduled less than one report interval before the NodeMetric's `updateTime`,
 or is missing from `podsMetric`, or is inside its forced-estimation window.
+A Batch or Mid pod (priority class, defaulted from its QoS: BE is batch) is
+estimated from its `kubernetes.io/batch-*` / `mid-*` requests and limits in place
+of `cpu`/`memory` (Koordinator's `TranslateResourceNameByPriorityClass`); one asking
+for nothing gets the defaults for cpu/memory and batch-cpu/batch-memory, and 0 for
+mid-cpu/mid-memory, as Koordinator's `estimatedUsedByResource`. A Free pod keeps
+`cpu`/`memory` (Koordinator looks up a name it has no entry for and estimates 0;
+docs/deviations.md `free-pod-estimate`).
 """
 
 from __future__ import annotations
@@ -42,6 +49,20 @@ ANNOTATION_SECONDS_AFTER_SCHEDULED = (
 ANNOTATION_SECONDS_AFTER_INITIALIZED = (
     "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
 )
+
+BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"
+MID_CPU, MID_MEMORY = "kubernetes.io/mid-cpu", "kubernetes.io/mid-memory"
+# the names a pod of a priority class asks cpu and memory in (Koordinator's ResourceNameMap)
+TIER_NAMES: Mapping[classify.PriorityClass, Mapping[str, str]] = {
+    classify.PriorityClass.BATCH: {quantity.CPU: BATCH_CPU, quantity.MEMORY: BATCH_MEMORY},
+    classify.PriorityClass.MID: {quantity.CPU: MID_CPU, quantity.MEMORY: MID_MEMORY},
+}
+_DEFAULTS = {
+    quantity.CPU: DEFAULT_CPU_MILLIS,
+    BATCH_CPU: DEFAULT_CPU_MILLIS,  # batch-cpu is in millicores too
+    quantity.MEMORY: DEFAULT_MEMORY_BYTES,
+    BATCH_MEMORY: DEFAULT_MEMORY_BYTES,
+}
 
 _PROD_BY_QOS = frozenset(
     {classify.KoordQOS.SYSTEM, classify.KoordQOS.LSE, classify.KoordQOS.LSR, classify.KoordQOS.LS}
@@ -104,6 +125,15 @@ def is_prod(pod: objects.Pod) -> bool:
     return pod.koord_qos in _PROD_BY_QOS
 
 
+def tier_names(pod: objects.Pod) -> Mapping[str, str]:
+    """cpu/memory -> the names the pod asks them in: batch-* for a Batch pod, mid-* for a
+    Mid pod, none (the names themselves) for the others."""
+    found = pod.koord_priority_class
+    if found is classify.PriorityClass.NONE and pod.koord_qos is classify.KoordQOS.BE:
+        found = classify.PriorityClass.BATCH
+    return TIER_NAMES.get(found, {})
+
+
 def pod_limits(pod: objects.Pod) -> Resources:
     """Pod-level limits: containers summed, the largest init container if larger, plus overhead."""
     total = Resources()
@@ -124,19 +154,21 @@ def estimate(
     limits: Mapping[str, int],
     factors: Mapping[str, int],
     names: Sequence[str],
+    tier: Mapping[str, str] | None = None,
 ) -> Vector:
-    """Koordinator's default estimator, per resource in `names`."""
+    """Koordinator's default estimator, per resource in `names`; `tier` renames cpu/memory to
+    the extended resources the pod asks them in (`tier_names`)."""
     out = []
     for name in names:
         factor = factors.get(name)
         if factor is None:
             out.append(0)
             continue
-        limit, request = limits.get(name, 0), requests.get(name, 0)
+        real = (tier or {}).get(name, name)
+        limit, request = limits.get(real, 0), requests.get(real, 0)
         amount = max(limit, request)
         if amount <= 0:
-            default = {"cpu": DEFAULT_CPU_MILLIS, "memory": DEFAULT_MEMORY_BYTES}.get(name, 0)
-            out.append(default)
+            out.append(_DEFAULTS.get(real, 0))
             continue
         value = math.floor(amount * factor / 100 + 0.5)
         out.append(min(value, limit) if limit > 0 else value)
@@ -195,7 +227,7 @@ def pod_projector(args: LoadAwareArgs) -> Callable[[Mapping[str, Any]], PodLoad]
             key=pod.key,
             uid=str(pod.uid),
             node=str(pod.node_name),
-            estimate=estimate(pod.requests, pod_limits(pod), factors, names),
+            estimate=estimate(pod.requests, pod_limits(pod), factors, names, tier_names(pod)),
             prod=is_prod(pod),
             daemonset=pod.is_daemonset_pod,
             scheduled_at=scheduled_at,

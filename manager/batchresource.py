@@ -1,5 +1,8 @@
 """The Batch resources controller: measured slack becomes `kubernetes.io/batch-*` on Nodes.
 
+It writes the Mid resources (`kubernetes.io/mid-*`, `noderesource.mid`) in the same
+patch, under the same rules: "batch" below stands for both.
+
 Imports `kube` and `manager.noderesource` / `manager.telemetry` only.
 
 Informers on Nodes, Pods (indexed by node), NodeMetrics and the
@@ -58,13 +61,13 @@ def _pod_node(pod: objects.Pod) -> list[str]:
 class Plan:
     """What one node needs: the computed value and the patch body (None: no write)."""
 
-    wanted: batch.BatchAllocatable
+    wanted: noderesource.NodeAllocatable
     patch: dict[str, Any] | None
 
 
-def status_patch(wanted: batch.BatchAllocatable) -> dict[str, Any]:
-    """The merge patch body for `nodes/<name>/status`: only the two batch keys."""
-    values = {batch.BATCH_CPU: str(wanted.cpu), batch.BATCH_MEMORY: str(wanted.memory)}
+def status_patch(wanted: noderesource.NodeAllocatable) -> dict[str, Any]:
+    """The merge patch body for `nodes/<name>/status`: only the batch and mid keys."""
+    values = {name: str(value) for name, value in wanted.as_resources().items()}
     return {"status": {"capacity": dict(values), "allocatable": dict(values)}}
 
 
@@ -76,12 +79,10 @@ def plan(
     last_update: datetime | None,
     now: datetime,
 ) -> Plan:
-    """The node's batch resources and whether to write them (pure)."""
-    wanted = noderesource.calculate(strategy, node, pods, metric, now)
+    """The node's batch and mid resources and whether to write them (pure)."""
+    wanted = noderesource.allocatable.calculate(strategy, node, pods, metric, now)
     current = {
-        name: node.allocatable[name]
-        for name in (batch.BATCH_CPU, batch.BATCH_MEMORY)
-        if name in node.allocatable
+        name: node.allocatable[name] for name in wanted.as_resources() if name in node.allocatable
     }
     if not noderesource.needs_update(strategy, current, wanted, last_update, now):
         return Plan(wanted, None)
@@ -264,8 +265,8 @@ class BatchController:
         result = plan(strategy, node, pods, metric, self._last_update.get(name), now)
         self._degrade_state(node, result.wanted)
         gauge = self._metrics.batch_allocatable
-        gauge.labels(name, batch.BATCH_CPU).set(result.wanted.cpu / 1000.0)
-        gauge.labels(name, batch.BATCH_MEMORY).set(result.wanted.memory)
+        gauge.labels(name, batch.BATCH_CPU).set(result.wanted.batch.cpu / 1000.0)
+        gauge.labels(name, batch.BATCH_MEMORY).set(result.wanted.batch.memory)
         if result.patch is None:
             return False
         with self._lock:
@@ -285,19 +286,21 @@ class BatchController:
             self._metrics.batch_latency.observe(time.monotonic() - since)
         return True
 
-    def _degrade_state(self, node: objects.Node, wanted: batch.BatchAllocatable) -> None:
+    def _degrade_state(self, node: objects.Node, wanted: noderesource.NodeAllocatable) -> None:
         if wanted.degraded is None:
             self._degraded.discard(node.name)
         elif node.name not in self._degraded:
             self._degraded.add(node.name)
-            log.warning("node %s: batch resources degraded to 0: %s", node.name, wanted.degraded)
+            log.warning(
+                "node %s: batch and mid resources degraded to 0: %s", node.name, wanted.degraded
+            )
             if self._recorder is not None:
                 ref = events.ObjectRef(kind="Node", name=node.name, uid=node.uid)
                 self._recorder.event(
                     ref,
                     events.WARNING,
                     DEGRADED_REASON,
-                    f"batch-cpu/batch-memory set to 0: {wanted.degraded}",
+                    f"batch-cpu/batch-memory and mid-cpu/mid-memory set to 0: {wanted.degraded}",
                 )
         self._metrics.batch_degraded.set(len(self._degraded))
 

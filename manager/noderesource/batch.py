@@ -32,9 +32,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from kube import classify, objects, quantity, slo
-from manager.noderesource import config
+from manager.noderesource import config, normalization
 
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
@@ -55,7 +56,8 @@ class BatchAllocatable:
         return {BATCH_CPU: self.cpu, BATCH_MEMORY: self.memory}
 
 
-def _priority(pod: objects.Pod) -> classify.PriorityClass:
+def priority(pod: objects.Pod) -> classify.PriorityClass:
+    """The pod's Koordinator priority class, defaulted from its QoS (BE: batch, others: prod)."""
     found = pod.koord_priority_class
     if found is not classify.PriorityClass.NONE:
         return found
@@ -86,6 +88,20 @@ def _annotated_reservation(annotations: Mapping[str, str]) -> dict[str, int]:
             return {}
     if count:  # reservedCPUs replaces a cpu quantity (Koordinator's GetNodeReservationResources)
         found[_CPU] = count * 1000
+    return found
+
+
+def reservation(node: objects.Node) -> dict[str, int]:
+    """cpu and memory the node keeps for itself: max(kubelet's capacity - allocatable, the
+    reservation annotation), as Koordinator's nodeReserved (never negative); the allocatable
+    is the kubelet's own when an amplification webhook raised it (`normalization`)."""
+    annotated = _annotated_reservation(node.annotations)
+    allocatable = normalization.raw_allocatable(node)
+    found = {}
+    for r in (_CPU, _MEM):
+        capacity = node.capacity.get(r, 0)
+        kubelet = max(capacity - allocatable.get(r, capacity), 0)
+        found[r] = max(kubelet, annotated.get(r, 0))
     return found
 
 
@@ -125,7 +141,7 @@ def _high_priority(pods: Iterable[objects.Pod], metric: slo.NodeMetric) -> _High
             continue
         reported = by_key.get(pod.key)
         dangling.pop(pod.key, None)
-        if _priority(pod) in _LOW:
+        if priority(pod) in _LOW:
             continue
         request = {r: pod.requests.get(r, 0) for r in (_CPU, _MEM)}
         if reported is None:  # not measured yet: its request stands for its usage
@@ -156,7 +172,7 @@ def calculate(
     hp = _high_priority(pods, metric)
     node_info = metric.status.node_metric
     system_usage = node_info.system_usage if node_info is not None else quantity.EMPTY
-    annotated = _annotated_reservation(node.annotations)
+    node_reserved = reservation(node)
     result: dict[str, int] = {}
     for r, reclaim, limit_pct, policy in (
         (
@@ -174,8 +190,7 @@ def calculate(
     ):
         capacity = node.capacity.get(r, 0)
         margin = int(capacity * ((100 - reclaim) / 100.0))
-        kubelet_reserved = max(capacity - node.allocatable.get(r, capacity), 0)
-        reserved = max(kubelet_reserved, annotated.get(r, 0))
+        reserved = node_reserved[r]
         system = max(system_usage.get(r, 0), reserved)
         if policy == config.MAX_USAGE_REQUEST:
             value = capacity - margin - system - hp.peak[r]
@@ -190,6 +205,12 @@ def calculate(
     return BatchAllocatable(result[_CPU], result[_MEM])
 
 
+class Allocatable(Protocol):
+    """What `needs_update` compares: extended resource name -> value."""
+
+    def as_resources(self) -> dict[str, int]: ...
+
+
 def _diff(old: int | None, new: int, threshold: float) -> bool:
     """Koordinator's IsQuantityDiff on milli-values: |new - old| > old * threshold."""
     if old is None:
@@ -200,7 +221,7 @@ def _diff(old: int | None, new: int, threshold: float) -> bool:
 def needs_update(
     strategy: config.ColocationStrategy,
     current: Mapping[str, int],
-    wanted: BatchAllocatable,
+    wanted: Allocatable,
     last_update: datetime | None,
     now: datetime,
 ) -> bool:

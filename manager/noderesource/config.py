@@ -5,7 +5,10 @@ Field names and defaults are Koordinator's (`pkg/util/sloconfig/colocation_confi
 memoryReclaimThresholdPercent 65, cpuCalculatePolicy and memoryCalculatePolicy
 "usage", degradeTimeMinutes 15, updateTimeThresholdSeconds 300,
 resourceDiffThreshold 0.1, batchCPUThresholdPercent / batchMemoryThresholdPercent
-unset. `nodeConfigs[]` override the cluster strategy for the nodes their
+unset; the Mid knobs midCPUThresholdPercent and midMemoryThresholdPercent 100,
+midUnallocatedPercent 0 (each within [0, 100]), midReclaimMode unset ("static" is
+the other mode; Koordinator treats any other string as unset, nodeqos refuses it),
+midStaticCPUReservedPercent and midStaticMemoryReservedPercent 0. `nodeConfigs[]` override the cluster strategy for the nodes their
 `nodeSelector` selects (the first match wins), a metav1.LabelSelector decoded by
 `kube.selectors` exactly as the NodeMetric collect policy decodes the same
 entries (`manager.configdoc.profile`): `matchLabels` and `matchExpressions`; no
@@ -26,6 +29,9 @@ from kube import configstruct, selectors
 from kube.configstruct import spec
 
 USAGE, REQUEST, MAX_USAGE_REQUEST = "usage", "request", "maxUsageRequest"
+MID_STATIC = "static"
+# midReclaimMode: unset (the formula over prodReclaimableMetric) or "static" (a share of capacity).
+MID_RECLAIM_MODES = ("", MID_STATIC)
 CPU_POLICIES = (USAGE, MAX_USAGE_REQUEST)
 MEMORY_POLICIES = (USAGE, REQUEST, MAX_USAGE_REQUEST)
 
@@ -36,11 +42,6 @@ _IGNORED = frozenset(
         "metricReportIntervalSeconds",
         "metricAggregatePolicy",
         "metricMemoryCollectPolicy",
-        "midCPUThresholdPercent",
-        "midMemoryThresholdPercent",
-        "midUnallocatedPercent",
-        "midStaticCPUReservedPercent",
-        "midStaticMemoryReservedPercent",
         "allocatableCPUOvercommitRatio",
         "extensions",
     }
@@ -77,6 +78,14 @@ class ColocationStrategy:
     batch_cpu_threshold_percent: int | None = _knob(None, "batchCPUThresholdPercent", _PERCENT)
     batch_memory_threshold_percent: int | None = _knob(
         None, "batchMemoryThresholdPercent", _PERCENT
+    )
+    mid_cpu_threshold_percent: int = _knob(100, "midCPUThresholdPercent", _PERCENT)
+    mid_memory_threshold_percent: int = _knob(100, "midMemoryThresholdPercent", _PERCENT)
+    mid_unallocated_percent: int = _knob(0, "midUnallocatedPercent", _PERCENT)
+    mid_reclaim_mode: str = _knob("", "midReclaimMode", codecs.KeyChoice(MID_RECLAIM_MODES))
+    mid_static_cpu_reserved_percent: int = _knob(0, "midStaticCPUReservedPercent", _NON_NEGATIVE)
+    mid_static_memory_reserved_percent: int = _knob(
+        0, "midStaticMemoryReservedPercent", _NON_NEGATIVE
     )
 
 

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from kube import events, objects, rest
 from manager import batchresource
-from manager.noderesource import ColocationStrategy, batch
+from manager.noderesource import ColocationStrategy, batch, mid
 from manager.telemetry import Metrics
 from testbed import localcluster
 from tests.builders import make_node, make_nodemetric, make_nodemetric_dict
@@ -28,14 +28,21 @@ GI = 2**30
 ENABLED = ColocationStrategy(enable=True)
 
 
-def test_plan_patches_only_the_two_batch_keys() -> None:
-    """A node without batch resources gets a patch naming only batch-cpu/batch-memory."""
+def test_plan_patches_only_the_batch_and_mid_keys() -> None:
+    """A node without batch resources gets a patch naming only batch-cpu/batch-memory and
+    mid-cpu/mid-memory (0 here: no prodReclaimableMetric, midUnallocatedPercent 0)."""
     node = make_node("n1", cpu="4", memory="16Gi")
     metric = make_nodemetric("n1", system_cpu=500, node_memory=2 * GI, update_time=NOW)
     found = batchresource.plan(ENABLED, node, [], metric, None, NOW)
     memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
-    assert found.wanted == batch.BatchAllocatable(1900, memory)
-    values = {batch.BATCH_CPU: "1900", batch.BATCH_MEMORY: str(memory)}
+    assert found.wanted.batch == batch.BatchAllocatable(1900, memory)
+    assert found.wanted.mid == mid.MidAllocatable(0, 0)
+    values = {
+        batch.BATCH_CPU: "1900",
+        batch.BATCH_MEMORY: str(memory),
+        mid.MID_CPU: "0",
+        mid.MID_MEMORY: "0",
+    }
     assert found.patch == {"status": {"capacity": values, "allocatable": values}}
 
 
@@ -43,6 +50,7 @@ def test_plan_skips_a_small_change_within_the_interval() -> None:
     """Within resourceDiffThreshold and updateTimeThresholdSeconds: no write."""
     memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
     extra = {batch.BATCH_CPU: "1850", batch.BATCH_MEMORY: str(memory)}
+    extra |= {mid.MID_CPU: "0", mid.MID_MEMORY: "0"}
     node = make_node("n1", cpu="4", memory="16Gi", extra_allocatable=extra)
     metric = make_nodemetric("n1", system_cpu=500, node_memory=2 * GI, update_time=NOW)
     last = NOW - timedelta(seconds=10)
@@ -51,12 +59,26 @@ def test_plan_skips_a_small_change_within_the_interval() -> None:
     assert batchresource.plan(ENABLED, node, [], metric, late, NOW).patch is not None
 
 
+def test_plan_writes_when_only_mid_moved() -> None:
+    """Batch unchanged but mid-cpu moved past resourceDiffThreshold: a write within the interval."""
+    memory = 16 * GI - int(16 * GI * 0.35) - 2 * GI
+    extra = {batch.BATCH_CPU: "1900", batch.BATCH_MEMORY: str(memory)}
+    extra |= {mid.MID_CPU: "1000", mid.MID_MEMORY: "0"}
+    node = make_node("n1", cpu="4", memory="16Gi", extra_allocatable=extra)
+    metric = make_nodemetric("n1", system_cpu=500, node_memory=2 * GI, update_time=NOW)
+    last = NOW - timedelta(seconds=10)
+    found = batchresource.plan(ENABLED, node, [], metric, last, NOW)
+    assert found.patch is not None
+    assert found.patch["status"]["allocatable"][mid.MID_CPU] == "0"
+
+
 def test_plan_degrades_a_stale_nodemetric_to_zero() -> None:
     """A NodeMetric older than degradeTimeMinutes: both resources 0, with the reason."""
     node = make_node("n1", cpu="4", memory="16Gi")
     metric = make_nodemetric("n1", update_time=NOW - timedelta(minutes=16))
     found = batchresource.plan(ENABLED, node, [], metric, None, NOW)
-    assert (found.wanted.cpu, found.wanted.memory) == (0, 0)
+    assert found.wanted.as_resources() == dict.fromkeys(found.wanted.as_resources(), 0)
+    assert len(found.wanted.as_resources()) == 4
     assert found.wanted.degraded is not None
     assert found.patch is not None
     assert found.patch["status"]["allocatable"][batch.BATCH_CPU] == "0"
@@ -126,11 +148,19 @@ def running(kube: rest.Rest, namespace: str) -> Iterator[tuple[Any, ...]]:
                 kube.delete(path)
 
 
-def _put_metric(kube: rest.Rest, name: str, updated: datetime, system_cpu: int = 500) -> str:
+def _put_metric(
+    kube: rest.Rest,
+    name: str,
+    updated: datetime,
+    system_cpu: int = 500,
+    reclaimable: dict[str, str] | None = None,
+) -> str:
     """Create or update the node's NodeMetric; the resourceVersion written."""
     body = make_nodemetric_dict(
         name, system_cpu=system_cpu, node_memory=2 * GI, update_time=updated
     )
+    if reclaimable is not None:
+        body["status"]["prodReclaimableMetric"] = {"resource": {"resources": reclaimable}}
     try:
         current = kube.get(f"{NODEMETRICS}/{name}")
     except rest.ApiError:
@@ -178,6 +208,52 @@ def test_controller_patches_batch_resources_and_keeps_kubelet_fields(
 
     eventually(degraded_event, "the BatchResourceDegraded event")
     assert objects.Node.from_api(kube.get(f"/api/v1/nodes/{name}")).allocatable["cpu"] == 4000
+
+
+@pytest.mark.controlplane
+def test_controller_patches_mid_resources_beside_batch(running: tuple[Any, ...]) -> None:
+    """A NodeMetric with prodReclaimableMetric: mid-cpu/mid-memory appear in capacity and
+    allocatable beside batch-cpu, as min(reclaimable, unused); a stale one sets them to 0."""
+    kube, controller, name, clock, _registry = running
+    _put_metric(kube, name, clock.now, reclaimable={"cpu": "1200m", "memory": "3Gi"})
+
+    def status_of(key: str) -> str | None:
+        found = kube.get(f"/api/v1/nodes/{name}")["status"].get("allocatable", {}).get(key)
+        return None if found is None else str(found)
+
+    eventually(lambda: status_of(mid.MID_CPU) == "1200", "mid-cpu 1200 on the node")
+    after = kube.get(f"/api/v1/nodes/{name}")["status"]
+    assert after["capacity"][mid.MID_CPU] == "1200"
+    assert after["allocatable"][mid.MID_MEMORY] == str(3 * GI)
+    assert after["allocatable"][batch.BATCH_CPU] == "1900"
+
+    clock.now += timedelta(minutes=16)
+    controller.mark_all()
+    eventually(lambda: status_of(mid.MID_CPU) == "0", "mid-cpu degraded to 0")
+    assert status_of(mid.MID_MEMORY) == "0"
+
+
+@pytest.mark.controlplane
+def test_controller_amplifies_batch_and_mid_cpu_by_the_normalization_ratio(
+    running: tuple[Any, ...],
+) -> None:
+    """Annotating the Node with cpu-normalization-ratio 1.5 rewrites batch-cpu and mid-cpu x1.5
+    (the annotation change alone wakes the controller); memory stays."""
+    kube, _controller, name, clock, _registry = running
+    _put_metric(kube, name, clock.now, reclaimable={"cpu": "1200m", "memory": "3Gi"})
+
+    def allocatable() -> dict[str, Any]:
+        found: dict[str, Any] = kube.get(f"/api/v1/nodes/{name}")["status"]["allocatable"]
+        return found
+
+    eventually(lambda: allocatable().get(mid.MID_CPU) == "1200", "mid-cpu 1200 on the node")
+    memory = allocatable()[batch.BATCH_MEMORY]
+    ratio = {"node.koordinator.sh/cpu-normalization-ratio": "1.50"}
+    kube.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": ratio}})
+    eventually(lambda: allocatable().get(batch.BATCH_CPU) == "2850", "batch-cpu 1900 x 1.5")
+    found = allocatable()
+    assert (found[mid.MID_CPU], found[batch.BATCH_MEMORY]) == ("1800", memory)
+    assert found[mid.MID_MEMORY] == str(3 * GI)
 
 
 class GatedRest(rest.Rest):

@@ -238,3 +238,30 @@ def test_patch_is_applied_as_a_strategic_merge_would(
     assert c1["env"] == [{"name": "MODE", "value": "batch"}]
     assert quantity.quantity_value(c1["resources"]["requests"]["kubernetes.io/batch-cpu"]) == 250
     assert quantity.quantity_value(c0["resources"]["requests"]["kubernetes.io/batch-cpu"]) == 500
+
+
+def test_a_profile_mapping_to_koord_mid_rewrites_cpu_and_memory_to_mid(
+    kube: rest.Rest, cluster_objects: list[str]
+) -> None:
+    """A profile that makes pods koord-mid (label, as Koordinator's webhook reads it) turns
+    every cpu/memory request and limit into kubernetes.io/mid-cpu (millicores) and mid-memory,
+    as Koordinator's webhook does; the pod's own cpu/memory keys are gone."""
+    pods = _install(
+        kube,
+        cluster_objects,
+        {"qosClass": "LS", "labels": {"koordinator.sh/priority-class": "koord-mid"}},
+    )
+    _mutated(kube, pods, _pod("probe", {"app": "x"}), "koordinator.sh/qosClass")
+    pod = kube.create(pods, _pod("mid", {"app": "x"}))
+    c0, c1 = (c["resources"] for c in pod["spec"]["containers"])
+    as_ints = {
+        section: {k: quantity.quantity_value(v) for k, v in c0[section].items()}
+        for section in ("requests", "limits")
+    }
+    assert as_ints == {
+        "requests": {"kubernetes.io/mid-cpu": 500, "kubernetes.io/mid-memory": 1 << 30},
+        "limits": {"kubernetes.io/mid-cpu": 1000, "kubernetes.io/mid-memory": 2 << 30},
+    }
+    assert {k: quantity.quantity_value(v) for k, v in c1["requests"].items()} == {
+        "kubernetes.io/mid-cpu": 1500
+    }

@@ -1,4 +1,4 @@
-"""BatchResource: each Batch pod's and container's cgroups from its batch resources.
+"""BatchResource: each Batch (and Mid) pod's and container's cgroups from its batch (mid) resources.
 
 Koordinator's `BatchResource` runtime hook in reconcile mode (gate
 `BatchResource`, Beta, on by default in koordlet's runtime-hooks gates). For
@@ -7,7 +7,8 @@ every active pod labelled BE whose containers name `kubernetes.io/batch-cpu` or
 its containers' cgroups get cpu.shares (v2 cpu.weight), the CFS quota (v2
 cpu.max) and the memory limit (v2 memory.max), through the resource executor:
 read-before-write, the v1->v2 mapping, and a leveled write per pod and
-resource (v1 refuses a container quota above its pod's, so a rise loosens the
+resource; Mid pods (koord-mid, `kubernetes.io/mid-*`) get the same from their mid
+resources (`rules`) (v1 refuses a container quota above its pod's, so a rise loosens the
 pod first and a cut shrinks the containers first).
 
 When it runs: on every pod event of the states informer (a container that
@@ -61,19 +62,20 @@ _Memo = tuple[qstates.PodMeta, rules.QuotaRule, Targets | None]
 def targets(pod: qstates.PodMeta, rule: rules.QuotaRule) -> Targets | None:
     """The pod's cgroup dir and its running containers' dirs with their values, pod first.
 
-    None when the pod is not a Batch pod (not labelled BE, inactive, or naming no
-    batch resource).
+    None when the pod is neither a Batch nor a Mid pod (`rules.tier_of`), is inactive,
+    or names no resource of its tier.
     """
-    if not pod.is_active or not rules.is_batch_pod(pod.pod):
+    tier = rules.tier_of(pod.pod) if pod.is_active else None
+    if tier is None:
         return None
-    spec = rules.batch_spec(pod)
+    spec = rules.batch_spec(pod, tier)
     if spec is None:
         return None
-    found = [(pod.cgroup_dir, rules.pod_values(spec, rule))]
+    found = [(pod.cgroup_dir, rules.pod_values(spec, rule, tier))]
     for container in pod.containers:
         batch = spec.get(container.name)
         if batch is not None and container.cgroup_dir is not None:
-            found.append((container.cgroup_dir, rules.container_values(batch, rule)))
+            found.append((container.cgroup_dir, rules.container_values(batch, rule, tier)))
     return found
 
 

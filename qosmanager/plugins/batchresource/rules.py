@@ -1,4 +1,4 @@
-"""The cgroup values of a Batch pod: pure functions of its batch resources and the node.
+"""The cgroup values of a Batch or Mid pod: pure functions of its extended resources and the node.
 
 Koordinator's `BatchResource` runtime hook
 (`pkg/koordlet/runtimehooks/hooks/batchresource/batch_resource.go` and `rule.go`):
@@ -29,6 +29,13 @@ them, and v1 refuses a child quota above its parent's); a node annotated
 `node.koordinator.sh/cpu-normalization-ratio` > 1 divides every quota by the
 ratio, rounding up.
 
+Mid pods get the same values from `kubernetes.io/mid-cpu` / `mid-memory`: a pod whose
+Koordinator priority class is `koord-mid` (label `koordinator.sh/priority-class`, else
+its `spec.priority` band) and which is not labelled BE. A profile that maps a pod to
+koord-mid moves its cpu/memory into the mid resources just as it does for batch, so
+kubelet sees a BestEffort pod here too. Koordinator's koordlet sets nothing for them
+(its hook reads the BE label and the batch names only; docs/deviations.md `mid-cgroups`).
+
 Memory limits are rounded down to whole pages, as the kernel stores them, so a
 read-back compares equal (Koordinator writes the raw bytes; the kernel's result
 is the same).
@@ -46,6 +53,8 @@ from qosmanager import states as qstates
 
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
+MID_CPU = "kubernetes.io/mid-cpu"
+MID_MEMORY = "kubernetes.io/mid-memory"
 ANNOTATION_EXTENDED_RESOURCE_SPEC = "node.koordinator.sh/extended-resource-spec"
 ANNOTATION_CPU_NORMALIZATION_RATIO = "node.koordinator.sh/cpu-normalization-ratio"
 
@@ -55,7 +64,18 @@ SHARES_PER_CPU = 1024
 CFS_PERIOD_US = 100_000
 CFS_QUOTA_MIN_US = 1000
 PAGE = 4096
-_NAMES = (BATCH_CPU, BATCH_MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """The extended resources a pod of one colocation tier asks its cpu and memory in."""
+
+    cpu: str
+    memory: str
+
+
+BATCH = Tier(BATCH_CPU, BATCH_MEMORY)
+MID = Tier(MID_CPU, MID_MEMORY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,35 +130,45 @@ def is_batch_pod(pod: objects.Pod) -> bool:
     return pod.labels.get(classify.LABEL_QOS_CLASS) == classify.KoordQOS.BE.value
 
 
-def _only_batch(resources: Mapping[str, int]) -> quantity.Resources:
-    return quantity.Resources({k: v for k, v in resources.items() if k in _NAMES})
+def tier_of(pod: objects.Pod) -> Tier | None:
+    """BATCH for a pod labelled BE, MID for another koord-mid pod, else None."""
+    if is_batch_pod(pod):
+        return BATCH
+    if pod.koord_priority_class is classify.PriorityClass.MID:
+        return MID
+    return None
 
 
-def batch_spec(pod: qstates.PodMeta) -> dict[str, BatchContainer] | None:
-    """Container name -> its batch resources; None when the pod names none.
+def _only(resources: Mapping[str, int], tier: Tier) -> quantity.Resources:
+    return quantity.Resources({k: v for k, v in resources.items() if k in (tier.cpu, tier.memory)})
 
-    From the container specs when any names a batch resource, else from the
+
+def batch_spec(pod: qstates.PodMeta, tier: Tier = BATCH) -> dict[str, BatchContainer] | None:
+    """Container name -> its resources of `tier`; None when the pod names none.
+
+    From the container specs when any names a resource of the tier, else from the
     extended-resource-spec annotation (a malformed annotation counts as absent).
     """
     spec: dict[str, BatchContainer] = {}
     for container in pod.pod.containers:
-        requests, limits = _only_batch(container.requests), _only_batch(container.limits)
+        requests, limits = _only(container.requests, tier), _only(container.limits, tier)
         if requests or limits:
             spec[container.name] = BatchContainer(requests, limits)
     if spec:
         return spec
-    return _spec_from_annotation(pod.pod.annotations.get(ANNOTATION_EXTENDED_RESOURCE_SPEC))
+    raw = pod.pod.annotations.get(ANNOTATION_EXTENDED_RESOURCE_SPEC)
+    return _spec_from_annotation(raw, tier)
 
 
-def _spec_from_annotation(raw: str | None) -> dict[str, BatchContainer] | None:
+def _spec_from_annotation(raw: str | None, tier: Tier) -> dict[str, BatchContainer] | None:
     if not raw:
         return None
     try:
         containers = json.loads(raw).get("containers")
         spec = {
             str(name): BatchContainer(
-                _only_batch(quantity.Resources.from_api(c.get("requests"))),
-                _only_batch(quantity.Resources.from_api(c.get("limits"))),
+                _only(quantity.Resources.from_api(c.get("requests")), tier),
+                _only(quantity.Resources.from_api(c.get("limits")), tier),
             )
             for name, c in containers.items()
         }
@@ -147,21 +177,23 @@ def _spec_from_annotation(raw: str | None) -> dict[str, BatchContainer] | None:
     return spec or None
 
 
-def container_values(batch: BatchContainer, rule: QuotaRule) -> CgroupValues:
+def container_values(batch: BatchContainer, rule: QuotaRule, tier: Tier = BATCH) -> CgroupValues:
     """The values of one container's cgroup."""
-    memory = batch.limits.get(BATCH_MEMORY, 0)
+    memory = batch.limits.get(tier.memory, 0)
     return CgroupValues(
-        cpu_shares=milli_cpu_to_shares(max(batch.requests.get(BATCH_CPU, 0), 0)),
-        cfs_quota_us=rule.scale(milli_cpu_to_quota(max(batch.limits.get(BATCH_CPU, 0), 0))),
+        cpu_shares=milli_cpu_to_shares(max(batch.requests.get(tier.cpu, 0), 0)),
+        cfs_quota_us=rule.scale(milli_cpu_to_quota(max(batch.limits.get(tier.cpu, 0), 0))),
         memory_limit=_page(memory) if memory > 0 else None,
     )
 
 
-def pod_values(spec: Mapping[str, BatchContainer], rule: QuotaRule) -> CgroupValues:
+def pod_values(
+    spec: Mapping[str, BatchContainer], rule: QuotaRule, tier: Tier = BATCH
+) -> CgroupValues:
     """The values of the pod's cgroup: sums over the containers of `spec`."""
-    request = sum(max(c.requests.get(BATCH_CPU, 0), 0) for c in spec.values())
-    cpu_limits = [c.limits.get(BATCH_CPU, 0) for c in spec.values()]
-    memory_limits = [c.limits.get(BATCH_MEMORY, 0) for c in spec.values()]
+    request = sum(max(c.requests.get(tier.cpu, 0), 0) for c in spec.values())
+    cpu_limits = [c.limits.get(tier.cpu, 0) for c in spec.values()]
+    memory_limits = [c.limits.get(tier.memory, 0) for c in spec.values()]
     cpu_limit = sum(cpu_limits) if all(v > 0 for v in cpu_limits) else 0
     memory = sum(memory_limits) if all(v > 0 for v in memory_limits) else 0
     return CgroupValues(
