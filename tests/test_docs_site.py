@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from descheduler import cli as descheduler_cli
 from kube import rest
 from testbed import controlplane
 from tests import helmchart
@@ -142,6 +144,13 @@ def fenced(text: str, language: str) -> list[str]:
     return found
 
 
+def test_the_fence_reader_pairs_opening_and_closing_fences() -> None:
+    text = "```sh\nls\n```\n\nprose\n\n```\nout\n```\n```mermaid\ngraph LR\n```\n"
+    assert fenced(text, "sh") == ["ls\n"]
+    assert fenced(text, "") == ["out\n"]
+    assert fenced(text, "mermaid") == ["graph LR\n"]
+
+
 def test_the_architecture_diagram_names_every_daemon_and_crd() -> None:
     """docs/index.md holds one Mermaid diagram, rendered by the build's superfences fence."""
     diagrams = fenced((DOCS / "index.md").read_text(), "mermaid")
@@ -251,6 +260,23 @@ def test_getting_started_names_real_crds_and_resources() -> None:
     assert sorted(named - known - BUILT_IN) == []
 
 
+def printer_header(kind: str) -> list[str]:
+    """The column heads `kubectl get` prints for a CRD of deploy/crds/."""
+    for path in sorted((ROOT / "deploy" / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        if crd["spec"]["names"]["kind"] == kind:
+            columns = crd["spec"]["versions"][0].get("additionalPrinterColumns", [])
+            return ["NAME", *(column["name"].upper() for column in columns)]
+    raise AssertionError(f"no CRD of kind {kind}")
+
+
+@pytest.mark.parametrize("kind", ["NodeMetric", "NodeSLO"])
+def test_getting_started_quotes_the_columns_kubectl_prints(kind: str) -> None:
+    """The page's `kubectl get nodemetrics` / `nodeslos` output has the CRD's printer columns."""
+    heads = [block.split("\n", 1)[0].split() for block in fenced(GETTING_STARTED.read_text(), "")]
+    assert printer_header(kind) in heads
+
+
 def test_getting_started_runs_only_console_scripts_of_ours() -> None:
     """A nodeqos-* word at the start of a command, or after a venv's bin/, is a console script."""
     text = GETTING_STARTED.read_text()
@@ -295,6 +321,53 @@ def quoted_output(text: str, first_line: str) -> list[str]:
         if block.startswith(first_line):
             return block.splitlines()
     raise AssertionError(f"no output block starting {first_line!r}")
+
+
+SNAPSHOT = ROOT / "tests" / "fixtures" / "descheduler" / "snapshot-lownodeload.yaml"
+SNAPSHOT_TIME = "2024-05-01T12:00:00Z"  # the snapshot's NodeMetrics are fresh then
+
+
+def sed_substitutions(command: str) -> list[tuple[str, str]]:
+    """The (pattern, replacement) of each `sed 's/a/b/'` in a shell command."""
+    return re.findall(r"sed '?s/([^/]*)/([^/]*)/'?", command)
+
+
+def test_the_simulate_preview_prints_what_the_page_quotes(tmp_path: Path) -> None:
+    """The chart's descheduler configuration, installed as step 2 sets it and edited by
+    the page's sed, simulated by the page's command over the snapshot the page names,
+    prints the output the page quotes."""
+    commands = shell_commands(GETTING_STARTED.read_text())
+    installed = [f"--set={path}={value}" for path, value in set_values(helm_commands()[0])]
+    docs = helmchart.template(namespace=NAMESPACE, extra=installed)
+    config = next(
+        doc["data"]["descheduler.yaml"]
+        for doc in docs
+        if doc["metadata"]["name"] == "nodeqos-descheduler-config"
+    )
+    fetch = next(c for c in commands if "nodeqos-descheduler-config" in c and "sed" in c)
+    assert fetch.endswith("> descheduler.yaml")
+    for pattern, replacement in sed_substitutions(fetch):
+        assert re.search(pattern, config), f"the page's sed finds no {pattern!r}"
+        config = re.sub(pattern, replacement, config)
+    (tmp_path / "descheduler.yaml").write_text(config)
+    simulate = next(c for c in commands if c.split()[0].endswith("/nodeqos-descheduler"))
+    args = [
+        str(tmp_path / w)
+        if w == "descheduler.yaml"
+        else str(SNAPSHOT)
+        if w == "snapshot.yaml"
+        else w
+        for w in shlex.split(simulate)[1:]
+    ]
+    result = CliRunner().invoke(descheduler_cli.main, [*args, "--now", SNAPSHOT_TIME])
+    assert result.exit_code == 0, result.output
+    page = GETTING_STARTED.read_text()
+    assert quoted_output(page, "Simulated descheduling cycle") == result.stdout.strip().splitlines()
+
+
+def test_the_sed_reader_reads_a_substitution() -> None:
+    assert sed_substitutions("x | sed 's/a: 5/a: 1/' > f") == [("a: 5", "a: 1")]
+    assert sed_substitutions("x > f") == []
 
 
 def data_of(kube: rest.Rest, name: str, key: str) -> Any:
