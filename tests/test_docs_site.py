@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from descheduler import cli as descheduler_cli
 from kube import rest
-from testbed import controlplane
+from testbed import controlplane, localcluster
 from tests import helmchart
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -414,6 +414,16 @@ def test_the_helm_commands_run_as_written(
     assert agent["spec"]["template"]["spec"]["containers"][0]["image"] == (
         "registry.example/nodeqos:0.1.0"
     )
+    # step 5's Batch pod: the API server takes it as written (server-side dry run)
+    pods = [d for d in fenced(page, "yaml") if "kind: Pod" in d]
+    assert len(pods) == 1
+    pod = yaml.safe_load(pods[0])
+    localcluster.apply(api, {"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": "default", "namespace": "default"}})  # fmt: skip
+    created = api.request(
+        "POST", "/api/v1/namespaces/default/pods", query={"dryRun": "All"}, body=pod
+    )
+    assert created["status"]["qosClass"] == "BestEffort"  # as the page says
     helmchart.run(*shlex.split(commands[3])[1:], *kubeconfig)
     left = api.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps")["items"]
     names = {item["metadata"]["name"] for item in left}
