@@ -3,10 +3,12 @@
 mkdocs.yml's nav puts every page of docs/ in one of six groups, once; every long
 page opens with a summary; the architecture diagram on the home page is Mermaid
 text naming every daemon (pyproject.toml's console scripts) and every CRD
-(deploy/crds/); and docs/getting-started.md's commands name chart values,
-objects, CRDs and console scripts that exist. Its helm commands are run as
-written against a local API server, and what they print and install is held
-against what the page says.
+(deploy/crds/). docs/getting-started.md's commands name chart values, objects,
+CRDs and console scripts that exist, and its quoted output is held against the
+real thing: the CRDs' printer columns, the chart's workloads and replicas, the
+`simulate` preview run with the page's own commands over a fixture snapshot,
+and its helm commands run as written against a local API server (the notes
+helm prints, the ConfigMaps each step changes, its Batch pod validated).
 """
 
 from __future__ import annotations
@@ -275,6 +277,26 @@ def test_getting_started_quotes_the_columns_kubectl_prints(kind: str) -> None:
     """The page's `kubectl get nodemetrics` / `nodeslos` output has the CRD's printer columns."""
     heads = [block.split("\n", 1)[0].split() for block in fenced(GETTING_STARTED.read_text(), "")]
     assert printer_header(kind) in heads
+
+
+def test_getting_started_lists_the_workloads_the_chart_installs() -> None:
+    """The page's `get daemonset,deployments` output names the chart's DaemonSet and
+    every Deployment, each ready at the chart's default replicas."""
+    docs = helmchart.template(namespace=NAMESPACE)
+    want = {
+        f"{doc['kind'].lower()}.apps/{doc['metadata']['name']}": doc["spec"].get("replicas")
+        for doc in docs
+        if doc["kind"] in {"DaemonSet", "Deployment"}
+    }
+    block = next(b for b in fenced(GETTING_STARTED.read_text(), "") if "DESIRED" in b)
+    rows = [line.split() for line in block.splitlines() if ".apps/" in line]
+    listed = {row[0]: row[1] for row in rows}
+    assert set(listed) == set(want)
+    assert all(
+        listed[name] == f"{replicas}/{replicas}"
+        for name, replicas in want.items()
+        if replicas is not None
+    )
 
 
 def test_getting_started_runs_only_console_scripts_of_ours() -> None:
