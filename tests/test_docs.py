@@ -1,8 +1,8 @@
 """The docs quote real commands and cite real sections.
 
 Reads README.md and docs/*.md (`mkdocs build --strict` in `make test` checks
-their links): every `--flag` quoted with `nodeqos-agent`, `nodeqos-descheduler`
-or `nodeqos-scheduler-extender` is in that command's `--help`, every
+their links): every `--flag` quoted with `nodeqos-agent`, `nodeqos-descheduler`,
+`nodeqos-scheduler-extender` or `nodeqos-manager` is in that command's `--help`, every
 `make <target>` quoted is a Makefile target, every page is on the README's map,
 and every code comment citing docs/design.md names a section it has.
 """
@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from agent import cli as agent_cli
 from descheduler import cli as descheduler_cli
 from extender import cli as extender_cli
+from manager import cli as manager_cli
 from tests.qosmanager import example_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FLAG = re.compile(r"--[a-z][a-z0-9-]*[a-z0-9]")
 # A command name as a word: not the middle of `nodeqos-agent-own-nodemetric`.
 COMMAND = re.compile(
-    r"(?<![\w-])(nodeqos-agent|nodeqos-descheduler|nodeqos-scheduler-extender)(?![\w-])"
+    r"(?<![\w-])(nodeqos-agent|nodeqos-descheduler|nodeqos-scheduler-extender|nodeqos-manager)"
+    r"(?![\w-])"
 )
 # Where a quoted command line ends: a shell comment, pipe, list or redirection.
 END_OF_COMMAND = re.compile(r"\s(#|\||;|&&|&|>)")
@@ -56,6 +58,8 @@ def known_flags() -> dict[tuple[str, str], set[str]]:
         ("nodeqos-descheduler", ""): helped(descheduler_cli.main, []),
         ("nodeqos-descheduler", "simulate"): helped(descheduler_cli.main, ["simulate"]),
         ("nodeqos-scheduler-extender", ""): helped(extender_cli.main, []),
+        ("nodeqos-manager", ""): helped(manager_cli.main, []),
+        ("nodeqos-manager", "render"): helped(manager_cli.main, ["render"]),
     }
 
 
@@ -68,6 +72,9 @@ def code_of(text: str) -> Iterator[str]:
     yield from re.findall(r"`([^`\n]+)`", prose.replace("\n", " "))
 
 
+SUBCOMMANDS = {("nodeqos-descheduler", "simulate"), ("nodeqos-manager", "render")}
+
+
 def quoted_invocations(text: str) -> Iterator[tuple[str, str, str]]:
     """(command, subcommand, flag) for every flag written after a command name in code."""
     for line in code_of(text):
@@ -75,8 +82,8 @@ def quoted_invocations(text: str) -> Iterator[tuple[str, str, str]]:
             rest = END_OF_COMMAND.split(line[found.end() :], maxsplit=1)[0]
             subcommand = ""
             for token in rest.split():
-                if token == "simulate" and found.group(1) == "nodeqos-descheduler":
-                    subcommand = "simulate"
+                if (found.group(1), token) in SUBCOMMANDS:
+                    subcommand = token
                 for flag in FLAG.findall(token.split("=", 1)[0]):
                     yield found.group(1), subcommand, flag
 
@@ -106,9 +113,15 @@ def quoted_flags() -> list[tuple[str, str, str, str]]:
 def test_the_docs_quote_flags_of_every_command() -> None:
     """The scan is not blind: each command has flags quoted, tables included."""
     commands = {command for _page, command, _sub, _flag in quoted_flags()}
-    assert commands == {"nodeqos-agent", "nodeqos-descheduler", "nodeqos-scheduler-extender"}
+    assert commands == {
+        "nodeqos-agent",
+        "nodeqos-descheduler",
+        "nodeqos-scheduler-extender",
+        "nodeqos-manager",
+    }
     assert ("agent.md", "nodeqos-agent", "", "--node-usage-source") in quoted_flags()
     assert ("descheduler.md", "nodeqos-descheduler", "simulate", "--snapshot") in quoted_flags()
+    assert ("manager.md", "nodeqos-manager", "render", "--node-labels") in quoted_flags()
 
 
 def test_every_quoted_flag_is_in_its_commands_help() -> None:
