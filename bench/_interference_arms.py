@@ -19,8 +19,8 @@ from typing import Any
 
 from bench import _interference_cluster as onenode
 from bench import _interference_nodeqos as qos
-from bench import _vegeta
 from kube import rest
+from testbed import vegeta as _vegeta
 
 TARGET_ONLINE_PERCENT = 27.5  # of the node's CPU, nginx alone
 PROBE_RATE = 1000
@@ -81,14 +81,19 @@ def start(part: str, step: Callable[[], Any]) -> Any:
 def calibrate(vegeta: Path, url: str, online_uid: str, workdir: Path, say: Say) -> dict[str, Any]:
     """The rate at which nginx alone uses TARGET_ONLINE_PERCENT of the node's CPU."""
     start("generator", lambda: _vegeta.attack(vegeta, url, rate=200, seconds=2, workdir=workdir))
-    before = onenode.counters(online_uid, [])
+    marks = [onenode.counters(online_uid, [])]
     report = start(
         "generator",
         lambda: _vegeta.attack(
-            vegeta, url, rate=PROBE_RATE, seconds=PROBE_SECONDS, workdir=workdir
+            vegeta,
+            url,
+            rate=PROBE_RATE,
+            seconds=PROBE_SECONDS,
+            workdir=workdir,
+            sent=lambda: marks.append(onenode.counters(online_uid, [])),
         ),
     )
-    after = onenode.counters(online_uid, [])
+    before, after = marks
     online = onenode.cpu_percent(before, after)["online_cpu_percent"]
     rate = PROBE_RATE if online <= 0 else round(PROBE_RATE * TARGET_ONLINE_PERCENT / online, -2)
     rate = int(min(max(rate, 100), 20_000))
@@ -158,14 +163,19 @@ def measure(
         time.sleep(options.warmup)
         uids = onenode.nodeqos_pod_uids(kube)
         load = os.getloadavg()[0]
-        before = onenode.counters(online_uid, uids)
+        marks = [onenode.counters(online_uid, uids)]
         report = start(
             "generator",
             lambda: _vegeta.attack(
-                vegeta, url, rate=rate, seconds=options.seconds, workdir=rig.c.workdir / "vegeta"
+                vegeta,
+                url,
+                rate=rate,
+                seconds=options.seconds,
+                workdir=rig.c.workdir / "vegeta",
+                sent=lambda: marks.append(onenode.counters(online_uid, uids)),
             ),
         )
-        after = onenode.counters(online_uid, uids)
+        before, after = marks
         requests = onenode.batch_requests(kube, batch=arm.nodeqos) if arm.batch else {}
         be_state = onenode.besteffort_state()
     finally:

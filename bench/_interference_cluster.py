@@ -4,7 +4,7 @@ One kubelet + containerd (testbed.localnodes) beside the local control plane
 with kube-scheduler, the node's pods confined to CPU 1 by the cpuset of its
 cgroup root (/sys/fs/cgroup/cpuset/nodeqos-n1, written before the kubelet
 makes kubepods below it) and CPU 0 reserved for the system by the kubelet's
-`systemReserved: {cpu: 1}`: the bench process pins itself to CPU 0 before it
+static CPU manager (`KUBELET_CPU_MANAGER`): the bench process pins itself to CPU 0 before it
 starts anything, so the control plane, containerd, the kubelet and vegeta
 inherit CPU 0 (runc moves each container's processes into its cgroup, whose
 cpuset is CPU 1). nodeqos's own agent and manager are pods: they run on the
@@ -26,19 +26,29 @@ from pathlib import Path
 from typing import Any
 
 from kube import quantity, rest
-from testbed import localcluster, placementloop, placementwatch
+from testbed import localcluster, localnodes, onlineserver, placementloop, placementwatch
 
 NODE = "n1"
 NODE_CPUS = "1"  # the node's pods' CPUs: its cgroup root's cpuset
 NODE_CPU_COUNT = 1
+# The node's root weighs 1024 per core against the host, as kubelet's kubepods on
+# a real node: the tests' 262,144 (localnodes.NODE_ROOT_SHARES, against a loaded
+# shared machine) would starve ksoftirqd on the node's CPU, which carries the
+# server's network traffic whenever the batch pods keep the CPU busy.
+NODE_ROOT_CPU = localnodes.RootCPU(cpus=NODE_CPUS, shares=1024 * NODE_CPU_COUNT)
 HOST_CPUS = frozenset({0})  # the bench, vegeta, control plane, kubelet, containerd
+# The kubelet keeps pods off HOST_CPUS by its own means: the static CPU manager
+# with those CPUs strictly reserved gives every container the cpuset NODE_CPUS.
+KUBELET_CPU_MANAGER = {
+    "cpuManagerPolicy": "static",
+    "cpuManagerPolicyOptions": {"strict-cpu-reservation": "true"},
+    "reservedSystemCPUs": ",".join(map(str, sorted(HOST_CPUS))),
+}
 ONLINE_NAMESPACE = "interference-online"
 BATCH_NAMESPACE = "interference-batch"  # labelled colocation=on: the profile's
 PLAIN_NAMESPACE = "interference-plain"  # not selected by the profile (arm 2's pods)
 SYSTEM_NAMESPACE = placementloop.SYSTEM_NAMESPACE
-NGINX_IMAGE = "nodeqos.local/nginx:1"
 BUSYBOX_IMAGE = placementloop.BUSYBOX_IMAGE
-ONLINE_REQUEST = "300m"
 BATCH_PODS = 2  # two busy threads: more than the node's one CPU
 BATCH_REQUEST_MILLIS = 100
 # Koordinator's default thresholds (65 %) are shares of the node's capacity. The
@@ -184,38 +194,6 @@ def namespace(kube: rest.Rest, name: str, labels: Mapping[str, str]) -> None:
     placementloop.wait_namespace_ready(kube, name)
 
 
-def online_pod() -> dict[str, Any]:
-    """nginx in an LS Burstable pod: a CPU request, no CPU limit (no quota to throttle it)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "web",
-            "namespace": ONLINE_NAMESPACE,
-            "labels": {"app": "web", "koordinator.sh/qosClass": "LS"},
-        },
-        "spec": {
-            "containers": [
-                {
-                    "name": "nginx",
-                    "image": NGINX_IMAGE,
-                    "imagePullPolicy": "Never",
-                    "resources": {
-                        "requests": {"cpu": ONLINE_REQUEST, "memory": "32Mi"},
-                        "limits": {"memory": "64Mi"},
-                    },
-                    "readinessProbe": {
-                        "httpGet": {"path": "/", "port": 80},
-                        "periodSeconds": 2,
-                    },
-                }
-            ],
-            "terminationGracePeriodSeconds": 1,
-            "automountServiceAccountToken": False,
-        },
-    }
-
-
 def batch_namespace(batch: bool) -> str:
     """Where the batch pods go: the profile's namespace, or one it never selects (so a
     policy the API server has not yet dropped cannot touch arm 2's pods)."""
@@ -257,36 +235,14 @@ def batch_pod(index: int, *, batch: bool) -> dict[str, Any]:
     }
 
 
-def _pod_problem(pod: Mapping[str, Any]) -> str:
-    """Why a pod is not Ready, from its status (for the failure message)."""
-    status = pod.get("status", {})
-    for container in status.get("containerStatuses", []):
-        for key in ("waiting", "terminated"):
-            state = container.get("state", {}).get(key)
-            if state:
-                return f"{key}: {state.get('reason')} {state.get('message', '')}".strip()
-    conditions = [
-        f"{c['type']}={c['status']} {c.get('message', '')}" for c in status.get("conditions", [])
-    ]
-    return f"phase {status.get('phase')}; {'; '.join(conditions)}"
-
-
 def start_server(kube: rest.Rest, *, timeout: float = 120.0) -> tuple[str, str]:
     """The online pod Ready and answering; (its URL, its uid). StartFailure("server") if not."""
     namespace(kube, ONLINE_NAMESPACE, {})
-    kube.create(f"/api/v1/namespaces/{ONLINE_NAMESPACE}/pods", online_pod())
-    path = f"/api/v1/namespaces/{ONLINE_NAMESPACE}/pods/web"
     try:
-        pod = wait_for(
-            lambda: (p := kube.get(path)) and placementwatch.ready(p) and p,
-            "the online nginx pod Ready",
-            timeout=timeout,
-        )
-    except TimeoutError as err:
-        raise StartFailure(
-            "server", f"nginx pod not Ready: {_pod_problem(kube.get(path))}"
-        ) from err
-    return f"http://{pod['status']['podIP']}/", str(pod["metadata"]["uid"])
+        server = onlineserver.start(kube, ONLINE_NAMESPACE, timeout=timeout)
+    except onlineserver.NotReady as err:
+        raise StartFailure("server", str(err)) from err
+    return server.url, server.uid
 
 
 def start_batch(kube: rest.Rest, *, batch: bool, timeout: float = 120.0) -> None:
@@ -303,7 +259,7 @@ def start_batch(kube: rest.Rest, *, batch: bool, timeout: float = 120.0) -> None
     except TimeoutError as err:
         pods = placementwatch.pods(kube, namespace, "app=crunch")
         raise StartFailure(
-            "batch", "; ".join(f"{p['metadata']['name']}: {_pod_problem(p)}" for p in pods)
+            "batch", "; ".join(f"{p['metadata']['name']}: {onlineserver.problem(p)}" for p in pods)
         ) from err
 
 

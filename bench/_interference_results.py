@@ -18,6 +18,9 @@ NODEQOS_ARMS = (3, 4, 5)
 GOAL_NODE_CPU_PERCENT = 60.0
 GOAL_P99_RATIO = 1.10
 GOAL_P999_RATIO = 1.25
+# A latency figure from a run that dropped requests hides them (a timed-out request
+# has no latency): above this share of errors an arm's figures do not count.
+MAX_ERROR_FRACTION = 0.001
 
 
 def summarize(records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -55,6 +58,9 @@ def goal(summary: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
     base, plain = summary.get(BASELINE_ARM), summary.get(NO_NODEQOS_ARM)
     if base is None or plain is None:
         return {"met": False, "why": "arms 1 and 2 are both needed", "arms": {}}
+    if not _clean(base):
+        why = f"arm 1 lost {base['errors']} of {base['requests']} requests: the rate is too high"
+        return {"met": False, "why": why, "arms": {}}
     arms: dict[str, Any] = {}
     for number in NODEQOS_ARMS:
         arm = summary.get(number)
@@ -66,6 +72,7 @@ def goal(summary: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
             "p99_within_1_10_of_alone": arm["p99_ms"] <= GOAL_P99_RATIO * base["p99_ms"],
             "p999_within_1_25_of_alone": arm["p999_ms"] <= GOAL_P999_RATIO * base["p999_ms"],
             "p99_better_than_arm_2_by_more_than_spread": plain["p99_ms"] - arm["p99_ms"] > spread,
+            "errors_at_most_0_1_percent": _clean(arm),
         }
         arms[str(number)] = {
             "p99_ratio_to_alone": _ratio(arm["p99_ms"], base["p99_ms"]),
@@ -84,6 +91,10 @@ def goal(summary: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
         default=None,
     )
     return {"met": any(a["met"] for a in arms.values()), "best_arm": best, "arms": arms}
+
+
+def _clean(arm: Mapping[str, Any]) -> bool:
+    return int(arm["errors"]) <= MAX_ERROR_FRACTION * max(int(arm["requests"]), 1)
 
 
 def _ratio(value: float, base: float) -> float | None:

@@ -9,7 +9,10 @@ One real node (kubelet + containerd, `testbed.localnodes`) beside the local
 control plane with kube-scheduler. Its pods are confined to CPU 1 (the cpuset
 of its cgroup root); this process pins itself to CPU 0 first, so everything it
 starts (control plane, containerd, kubelet, vegeta) stays there, and the
-kubelet reserves that CPU for the system (`systemReserved: cpu: 1`).
+kubelet's static CPU manager reserves that CPU for the system strictly
+(`reservedSystemCPUs: "0"`, option `strict-cpu-reservation`), so every
+container's cpuset is CPU 1 (the none policy would write both CPUs into
+kubepods, which its parent's cpuset refuses).
 
 - Online: Debian's nginx serving a 615-byte page from a locally built image
   (`testbed.ociimage.nginx_image`), an LS Burstable pod, driven by vegeta
@@ -56,21 +59,16 @@ from bench import _interference_arms as arms
 from bench import _interference_cluster as onenode
 from bench import _interference_nodeqos as qos
 from bench import _interference_results as results
-from bench import _vegeta, results_dir, write_results
+from bench import results_dir, write_results
 from kube import rest
-from testbed import components, controlplane, localnodes, ociimage
+from testbed import components, controlplane, localnodes, onlineserver
+from testbed import vegeta as _vegeta
 
 RUN_BY_DEFAULT = False  # real nodes, ~20 minutes: `python -m bench interference`
 REPO = Path(__file__).resolve().parent.parent
 NODE_IMAGE_SCRIPT = REPO / "hack" / "node-image.sh"
 NODEQOS_IMAGE = "nodeqos.local/nodeqos:dev"
 DOCS_PLOT = REPO / "docs" / "img" / "interference.png"
-
-
-def build_nginx_image(directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    image = ociimage.nginx_image(onenode.NGINX_IMAGE)
-    return ociimage.write_archive(image, directory / "nginx.tar")
 
 
 def build_nodeqos_image() -> Path:
@@ -95,8 +93,8 @@ def real_cluster(workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
             (onenode.NODE,),
             workdir=workdir / "nodes",
             images=images,
-            kubelet_extra={"systemReserved": {"cpu": "1"}},
-            cpus=onenode.NODE_CPUS,
+            kubelet_extra=onenode.KUBELET_CPU_MANAGER,
+            cpu=onenode.NODE_ROOT_CPU,
         ),
     ):
         kube = rest.Rest(rest.api_client(plane.kubeconfig), qps=0)
@@ -114,7 +112,7 @@ def real_cluster(workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
 class Parts:
     """How the bench starts each part; a test injects one that fails."""
 
-    nginx_image: Callable[[Path], Path] = field(default=lambda d: build_nginx_image(d))
+    nginx_image: Callable[[Path], Path] = field(default=lambda d: onlineserver.image_archive(d))
     nodeqos_image: Callable[[], Path] = field(default=lambda: build_nodeqos_image())
     generator: Callable[[], Path] = field(default=lambda: _vegeta.find())
     cluster: Callable[[Path, list[Path]], contextlib.AbstractContextManager[arms.Cluster]] = field(
@@ -188,7 +186,8 @@ def run(options: arms.Options, say: arms.Say, parts: Parts | None = None) -> dic
             f"node {onenode.NODE}'s pods on CPU {onenode.NODE_CPUS} (cpuset of its cgroup root "
             f"/nodeqos-{onenode.NODE}); the bench, vegeta, control plane, kubelet and containerd "
             f"on CPU {','.join(map(str, sorted(onenode.HOST_CPUS)))} (sched_setaffinity); "
-            "kubelet systemReserved cpu 1; nodeqos's agent and manager are pods on the node"
+            "kubelet static CPU manager, reservedSystemCPUs 0 with strict-cpu-reservation "
+            "(containers' cpuset 1); nodeqos's agent and manager are pods on the node"
         ),
         "threshold_percent": onenode.THRESHOLD_PERCENT,
         "arms": [

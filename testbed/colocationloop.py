@@ -18,9 +18,12 @@ here plays a Kubernetes part. Imports `kube` and `testbed` only.
    makes the pods labelled ``role=batch`` of namespaces labelled ``colocation=on``
    BE with Koordinator's `koord-batch` PriorityClass (5000, created here); the
    manager renders it as a MutatingAdmissionPolicy.
-2. `run`, step "capacity": Deployments that request 600m and sleep, one per node;
-   each node's `kubernetes.io/batch-cpu` printed as the manager writes it (n3 is the
-   small one). Step "placement": a Job whose pods ask plain `cpu` (300m each) in
+2. `run`, step "capacity": online workloads that request 600m, one per node:
+   on n1 a real web server (`testbed.onlineserver`: nginx, idle between loads), on
+   n2 and n3 Deployments that sleep; each node's `kubernetes.io/batch-cpu` printed
+   as the manager writes it (n3 is the small one). The server's tail latency under
+   vegeta's constant `SERVER_RATE` for `SERVER_SECONDS` is measured alone here and
+   again with the batch pods running, with n1's CPU from its cgroup root. Step "placement": a Job whose pods ask plain `cpu` (300m each) in
    the colocation namespace; the API server turns them into batch-cpu; kube-scheduler
    places them where Batch capacity is (never n3). Cluster CPU before and after,
    from the NodeMetrics.
@@ -43,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -50,13 +54,23 @@ from pathlib import Path
 from typing import Any
 
 from kube import quantity, rest
-from testbed import controlplane, localcluster, placementloop, placementwatch
+from testbed import (
+    controlplane,
+    localcluster,
+    onlineserver,
+    placementloop,
+    placementwatch,
+    vegeta,
+)
 
 SYSTEM_NAMESPACE = placementloop.SYSTEM_NAMESPACE
 ONLINE_NAMESPACE = "colo-online"
 BATCH_NAMESPACE = "colo-batch"
 NODES = placementloop.NODES
 PRESSED = "n1"  # whose online load rises
+SERVER_NODE = PRESSED  # where the online web server runs (it gets batch pods too)
+SERVER_RATE = 200  # requests/s of the 16 KiB gzipped page: a few % of a core
+SERVER_SECONDS = 10.0
 SMALL = "n3"  # whose Batch capacity is capped too small for a batch pod
 STOPPED = "n2"  # whose agent is stopped
 AGENT_LABEL = "nodeqos.demo/agent"
@@ -556,6 +570,8 @@ class Outcome:
     online_usage_after: int | None = None
     online_throttled_before: int | None = None
     online_throttled_after: int | None = None
+    server_alone: onlineserver.Sample | None = None  # n1's web server, batch not yet placed
+    server_with_batch: onlineserver.Sample | None = None  # and with the batch pods running
     stopped_batch_before: tuple[int, int] | None = None
     stopped_batch_after: tuple[int, int] | None = None
     degrade_seconds: float | None = None
@@ -582,6 +598,9 @@ class Outcome:
             found.append(f"the BE pods' usage on {PRESSED} did not drop")
         if self.online_throttled_after != self.online_throttled_before:
             found.append(f"the online pods on {PRESSED} were throttled")
+        for label, sample in (("alone", self.server_alone), ("with batch", self.server_with_batch)):
+            if sample is None or sample.errors > sample.requests // 10:
+                found.append(f"the web server on {SERVER_NODE} did not answer {label}: {sample}")
         if self.stopped_batch_after != (0, 0) or DEGRADED_REASON not in self.degrade_event:
             found.append(f"{STOPPED}'s batch resources did not degrade to zero")
         return found
@@ -601,15 +620,24 @@ def step_capacity(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
     outcome.capacity = capacity_millis(kube)
     _namespace(kube, ONLINE_NAMESPACE, {})
     for node in NODES:
-        localcluster.apply(kube, online_deployment(f"web-{node}", node, busy=False))
+        if node != SERVER_NODE:
+            localcluster.apply(kube, online_deployment(f"web-{node}", node, busy=False))
+    server = onlineserver.start(
+        kube,
+        ONLINE_NAMESPACE,
+        node=SERVER_NODE,
+        name=f"web-{SERVER_NODE}",
+        cpu_request=f"{ONLINE_REQUEST_MILLIS}m",
+    )
     wait_for(
         lambda: len(_running(kube, ONLINE_NAMESPACE, "")) == len(NODES),
         "the online web pods Running",
         timeout=120,
     )
     say(
-        f"online Deployments web-{{{','.join(NODES)}}}: each asks {ONLINE_REQUEST_MILLIS}m of "
-        f"{outcome.capacity[NODES[0]]}m and sleeps"
+        f"online workloads web-{{{','.join(NODES)}}}: each asks {ONLINE_REQUEST_MILLIS}m of "
+        f"{outcome.capacity[NODES[0]]}m; on {SERVER_NODE} nginx serving {server.url}, "
+        "elsewhere a sleeping Deployment"
     )
     shown: dict[str, int] = {}
 
@@ -624,6 +652,31 @@ def step_capacity(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
 
     wait_for(published, "every node's batch-cpu (n1, n2 room for two batch pods)", timeout=180)
     outcome.batch_cpu = dict(shown)
+    outcome.server_alone = _load_server(kube, "alone", say)
+
+
+def _load_server(kube: rest.Rest, label: str, say: Say) -> onlineserver.Sample:
+    """vegeta at SERVER_RATE against n1's web server; its figures printed and returned."""
+    path = f"/api/v1/namespaces/{ONLINE_NAMESPACE}/pods/web-{SERVER_NODE}"
+    found = kube.get(path)
+    server = onlineserver.Server(
+        f"http://{found['status']['podIP']}/", found["metadata"]["uid"], SERVER_NODE
+    )
+    with tempfile.TemporaryDirectory(prefix="nodeqos-vegeta-") as workdir:
+        sample = onlineserver.measure(
+            server,
+            vegeta.find(),
+            rate=SERVER_RATE,
+            seconds=SERVER_SECONDS,
+            workdir=Path(workdir),
+            node_cpus=capacity_millis(kube)[SERVER_NODE] // 1000,
+        )
+    say(
+        f"  web server on {SERVER_NODE}, {label}: {SERVER_RATE} req/s for {SERVER_SECONDS:g}s, "
+        f"p50 {sample.p50_ms:.2f} ms, p99 {sample.p99_ms:.2f} ms, p99.9 {sample.p999_ms:.2f} ms, "
+        f"errors {sample.errors}/{sample.requests}; {SERVER_NODE}'s CPU {sample.node_cpu_percent}%"
+    )
+    return sample
 
 
 def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
@@ -657,6 +710,7 @@ def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
         "kube-scheduler placed them: "
         + ", ".join(f"{n} {c} (batch-cpu {outcome.batch_cpu.get(n)}m)" for n, c in counts.items())
     )
+    outcome.server_with_batch = _load_server(kube, "with batch", say)
     metric = wait_report_after(kube, NODES[0], started, timeout=180)
     for node in NODES[1:]:
         wait_report_after(kube, node, started, timeout=120)
@@ -830,11 +884,24 @@ def summarize(outcome: Outcome, say: Say) -> None:
         f"{outcome.be_quota_before} → {outcome.be_quota_after}µs; online nr_throttled "
         f"{outcome.online_throttled_before} → {outcome.online_throttled_after}"
     )
+    say(f"  web server on {SERVER_NODE} ({SERVER_RATE} req/s): " + _server_line(outcome))
     say(
         f"  {STOPPED}'s agent stopped: batch {outcome.stopped_batch_before} → "
         f"{outcome.stopped_batch_after} in {outcome.degrade_seconds}s ({outcome.degrade_event})"
     )
     say(f"  {outcome.seconds:.0f}s on real nodes")
+
+
+def _server_line(outcome: Outcome) -> str:
+    alone, loaded = outcome.server_alone, outcome.server_with_batch
+    if alone is None or loaded is None:
+        return "not measured"
+    return (
+        f"p99 {alone.p99_ms:.2f} ms alone ({SERVER_NODE}'s CPU {alone.node_cpu_percent}%) → "
+        f"{loaded.p99_ms:.2f} ms with {outcome.batch_pods.get(SERVER_NODE, 0)} batch pod(s) "
+        f"({loaded.node_cpu_percent}%); p99.9 {alone.p999_ms:.2f} → {loaded.p999_ms:.2f} ms. "
+        "A shared machine's figure: `python -m bench interference` measures it on a quiet CPU"
+    )
 
 
 __all__ = ["Outcome", "installed", "manifests", "run", "summarize"]

@@ -116,21 +116,33 @@ def _cgroup_dirs(name: str) -> list[Path]:
 NODE_ROOT_SHARES = 262_144
 
 
-def _make_cgroup_root(name: str, cpus: str | None = None) -> None:
-    """The node's cgroup root in every hierarchy; `cpus` (a cpuset list such as "1")
-    confines the node's pods to those CPUs, all of the host's when None."""
+@dataclass(frozen=True, slots=True)
+class RootCPU:
+    """The CPU of a node's cgroup root: `cpus`, a cpuset list such as "1", confines
+    the node's pods to those CPUs (all of the host's when None); `shares` weighs the
+    root against the host's other processes. A bench that keeps the host's noise
+    off the node's CPUs gives the root a real node's weight instead (1024 per
+    core, as kubelet's kubepods): the kernel's own threads there (ksoftirqd, which
+    carries the pods' network traffic) then get their share as on a real node."""
+
+    cpus: str | None = None
+    shares: int = NODE_ROOT_SHARES
+
+
+def _make_cgroup_root(name: str, cpu: RootCPU) -> None:
+    """The node's cgroup root in every hierarchy, with `cpu`'s cpuset and shares."""
     for directory in _cgroup_dirs(name):
         directory.mkdir(exist_ok=True)
         if (directory / "cpu.shares").is_file():
-            (directory / "cpu.shares").write_text(str(NODE_ROOT_SHARES))
+            (directory / "cpu.shares").write_text(str(cpu.shares))
         if directory.parent.name == "cpuset":
             # A new v1 cpuset is empty; tasks cannot join it until it has cpus and mems.
             # Written before the kubelet starts: v1 refuses to shrink a cpuset below its
             # children's, and the kubelet's kubepods copies this one when it is made.
             for knob in ("cpuset.cpus", "cpuset.mems"):
                 (directory / knob).write_text((directory.parent / knob).read_text())
-            if cpus is not None:
-                (directory / "cpuset.cpus").write_text(cpus)
+            if cpu.cpus is not None:
+                (directory / "cpuset.cpus").write_text(cpu.cpus)
 
 
 def _remove_cgroup_tree(top: Path) -> list[Path]:
@@ -160,7 +172,7 @@ class LocalNode:
         images: Sequence[Path] = (),
         kubelet_extra: Mapping[str, Any] | None = None,
         start_timeout: float = 90.0,
-        cpus: str | None = None,
+        cpu: RootCPU = RootCPU(),
     ) -> None:
         if not 1 <= index <= 250:
             raise ValueError(f"node index {index} must be within [1, 250] (its pod subnet)")
@@ -172,7 +184,7 @@ class LocalNode:
         self._images = tuple(images)
         self._kubelet_extra = dict(kubelet_extra or {})
         self._start_timeout = start_timeout
-        self.cpus = cpus  # the node's pods' CPUs (its cgroup root's cpuset); None: all
+        self.cpu = cpu  # its cgroup root's cpuset and shares
         self._containerd: subprocess.Popen[bytes] | None = None
         self._kubelet: subprocess.Popen[bytes] | None = None
         self._logs: list[IO[bytes]] = []
@@ -197,7 +209,7 @@ class LocalNode:
             self.workdir.mkdir(parents=True, exist_ok=True)
             for sub in ("cni", "pod-logs", "kubelet"):
                 (self.workdir / sub).mkdir(exist_ok=True)
-            _make_cgroup_root(self.name, self.cpus)
+            _make_cgroup_root(self.name, self.cpu)
             self.start_containerd()
             for image in self._images:
                 self.ctr("images", "import", str(image))
@@ -384,7 +396,7 @@ def running_nodes(
     images: Sequence[Path] = (),
     binaries: NodeBinaries | None = None,
     kubelet_extra: Mapping[str, Any] | None = None,
-    cpus: str | None = None,
+    cpu: RootCPU = RootCPU(),
 ) -> Iterator[list[LocalNode]]:
     """Start one node per name (in turn: they share 2 cores at start), stop all on exit.
 
@@ -404,7 +416,7 @@ def running_nodes(
             images=all_images,
             binaries=binaries,
             kubelet_extra=kubelet_extra,
-            cpus=cpus,
+            cpu=cpu,
         )
         yield nodes
 
@@ -418,7 +430,7 @@ def _start_all(
     images: Sequence[Path],
     binaries: NodeBinaries,
     kubelet_extra: Mapping[str, Any] | None = None,
-    cpus: str | None = None,
+    cpu: RootCPU = RootCPU(),
 ) -> None:
     for index, name in enumerate(names, start=1):
         node = LocalNode(
@@ -429,7 +441,7 @@ def _start_all(
             workdir=workdir / name,
             images=images,
             kubelet_extra=kubelet_extra,
-            cpus=cpus,
+            cpu=cpu,
         )
         node.start()
         nodes.append(node)

@@ -185,7 +185,8 @@ def write_archive(image: Image, path: Path) -> Path:
 NGINX = Path("/usr/sbin/nginx")
 NGINX_CONF = """\
 # The interference bench's online server: one worker (the node has one CPU),
-# a small static page, no access log (its writes would be the bench's noise).
+# a page compressed per request (gzip, as sites serve HTML), no access log (its
+# writes would be the bench's noise).
 user root root;
 worker_processes 1;
 daemon off;
@@ -196,6 +197,9 @@ http {
     access_log off;
     default_type text/html;
     keepalive_requests 1000000;
+    gzip on;
+    gzip_comp_level 6;
+    gzip_types text/html;
     client_body_temp_path /tmp/body;
     proxy_temp_path /tmp/proxy;
     fastcgi_temp_path /tmp/fastcgi;
@@ -207,9 +211,19 @@ http {
     }
 }
 """
-# nginx's own welcome page is 615 bytes: a page of that size.
+# A catalogue page of about 16 KiB that nginx gzips for every request (level 6,
+# no cache): each request costs the server real work (~0.1-0.2 ms of CPU), so
+# the generator drives a quarter of the node's CPU at a rate it can sustain on
+# its own CPU (a 615-byte page needed over 5,000 requests/s for that).
 NGINX_PAGE = (
-    "<!DOCTYPE html><html><body><p>nodeqos online server</p>" + "." * 540 + "</body></html>\n"
+    "<!DOCTYPE html><html><head><title>nodeqos online server</title></head><body>\n"
+    "<h1>Catalogue</h1><table>\n"
+    + "".join(
+        f"<tr><td>item {i:04d}</td><td>{(i * 7919) % 10007} units</td>"
+        f"<td>{(i * 104729) % 99991 / 100:.2f} EUR</td></tr>\n"
+        for i in range(256)
+    )
+    + "</table></body></html>\n"
 )
 
 

@@ -28,6 +28,7 @@ from testbed import (
     components,
     controlplane,
     localnodes,
+    onlineserver,
     placementloop,
     placementwatch,
 )
@@ -86,7 +87,12 @@ def run(
             service_account_admission=True,
         ) as plane,
         localnodes.running_nodes(
-            plane, placementloop.NODES, workdir=workdir / "nodes", binaries=setup.binaries
+            plane,
+            placementloop.NODES,
+            workdir=workdir / "nodes",
+            binaries=setup.binaries,
+            # the colocation scenario's web server (testbed.onlineserver)
+            images=[onlineserver.image_archive(workdir / "online")],
         ) as nodes,
     ):
         say(

@@ -14,8 +14,9 @@ import pytest
 from bench import _interference_arms as arms
 from bench import _interference_cluster as onenode
 from bench import _interference_results as results
-from bench import _pngplot, _vegeta
+from bench import _pngplot
 from testbed import ociimage
+from testbed import vegeta as _vegeta
 
 # `vegeta report -type=json` and the head and tail of `-type=hdrplot` of one real attack.
 REPORT_JSON = (
@@ -111,6 +112,16 @@ def test_goal_missed_when_the_gain_over_arm_2_is_inside_the_spread() -> None:
     goal = results.goal(results.summarize(records))
     assert not goal["met"]
     assert not goal["arms"]["3"]["p99_better_than_arm_2_by_more_than_spread"]
+
+
+def test_goal_refuses_figures_from_arms_that_dropped_requests() -> None:
+    """Latency of a run that timed requests out hides them: over 0.1 % errors, no goal."""
+    lossy = [record(1, 1.0, 28.0), record(2, 5.0, 99.0), record(3, 1.0, 80.0, errors=2)]
+    assert not results.goal(results.summarize(lossy))["arms"]["3"]["errors_at_most_0_1_percent"]
+    assert results.goal(results.summarize([*lossy[:2], record(3, 1.0, 80.0, errors=1)]))["met"]
+    overloaded = [record(1, 1.0, 28.0, errors=50), record(2, 5.0, 99.0), record(3, 1.0, 80.0)]
+    goal = results.goal(results.summarize(overloaded))
+    assert not goal["met"] and "rate is too high" in goal["why"]
 
 
 def test_table_has_one_row_per_arm_with_the_ratio_to_alone() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kube import rest
-from testbed import components, controlplane, localnodes
+from testbed import components, controlplane, localnodes, onlineserver
 
 NODE_NAMES = ("n1", "n2", "n3")
 
@@ -56,7 +56,12 @@ def real_cluster() -> Iterator[RealCluster]:
             service_account_admission=True,
         ) as plane,
         localnodes.running_nodes(
-            plane, NODE_NAMES, workdir=Path(workdir), binaries=node_bin
+            plane,
+            NODE_NAMES,
+            workdir=Path(workdir),
+            binaries=node_bin,
+            # the colocation scenario's web server (testbed.onlineserver)
+            images=[onlineserver.image_archive(Path(workdir) / "online")],
         ) as nodes,
     ):
         yield RealCluster(

@@ -55,6 +55,12 @@ def test_slack_becomes_batch_capacity_and_the_node_keeps_it_safe(
     assert sum(outcome.batch_pods.values()) == colocationloop.BATCH_PODS, story
     assert outcome.cluster_cpu_before is not None and outcome.cluster_cpu_after is not None
     assert outcome.cluster_cpu_after > outcome.cluster_cpu_before, story
+    # the web server on n1 answered at its constant rate alone and beside the batch pods
+    for sample in (outcome.server_alone, outcome.server_with_batch):
+        assert sample is not None, story
+        assert sample.requests >= 0.9 * colocationloop.SERVER_RATE * colocationloop.SERVER_SECONDS
+        assert sample.errors <= sample.requests // 10 and sample.p99_ms > 0, story
+    assert outcome.batch_pods[colocationloop.SERVER_NODE] > 0, story
     # 3. online load: batch-cpu shrinks, BE usage drops under suppression, online not throttled
     assert outcome.pressed_batch_after is not None and outcome.pressed_batch_before is not None
     shrink = outcome.pressed_batch_before - outcome.pressed_batch_after

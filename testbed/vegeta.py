@@ -1,4 +1,5 @@
-"""vegeta, the open-loop HTTP load generator of `python -m bench interference`.
+"""vegeta, the open-loop HTTP load generator of `python -m bench interference` and of the
+colocation scenario (`testbed.onlineserver`).
 
 Built from the module pinned in hack/vegeta/go.mod by hack/build-vegeta.sh
 (cached); `attack` sends GET requests at a constant rate for a fixed time and
@@ -16,6 +17,7 @@ import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,8 +123,18 @@ def find(script: Path = BUILD_SCRIPT) -> Path:
     return binary
 
 
-def attack(vegeta: Path, url: str, *, rate: int, seconds: float, workdir: Path) -> Report:
-    """GET `url` at `rate` requests per second for `seconds`; vegeta's report."""
+def attack(
+    vegeta: Path,
+    url: str,
+    *,
+    rate: int,
+    seconds: float,
+    workdir: Path,
+    sent: Callable[[], object] | None = None,
+) -> Report:
+    """GET `url` at `rate` requests per second for `seconds`; vegeta's report. `sent` is
+    called when the last answer is in, before the report is made (to end a measurement
+    that brackets the load, not the report's own work)."""
     workdir.mkdir(parents=True, exist_ok=True)
     results = workdir / "attack.bin"
     argv = [
@@ -133,8 +145,12 @@ def attack(vegeta: Path, url: str, *, rate: int, seconds: float, workdir: Path) 
         f"-timeout={REQUEST_TIMEOUT_S:g}s",
         f"-output={results}",
     ]
+    # As a browser asks: the server compresses the page for every request.
+    target = f"GET {url}\nAccept-Encoding: gzip\n"
     # bounded: the attack's length, its last requests' timeout, and a margin
-    _run(argv, stdin=f"GET {url}\n", timeout=seconds + REQUEST_TIMEOUT_S + 30, nice=ATTACK_NICE)
+    _run(argv, stdin=target, timeout=seconds + REQUEST_TIMEOUT_S + 30, nice=ATTACK_NICE)
+    if sent is not None:
+        sent()
     report = _run([str(vegeta), "report", "-type=json", str(results)], timeout=60)
     hdrplot = _run([str(vegeta), "report", "-type=hdrplot", str(results)], timeout=60)
     return parse_report(report, hdrplot)
