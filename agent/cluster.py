@@ -129,7 +129,10 @@ def run(
     client = connect(config)
     fs = assembly.open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
     readiness = health.Readiness()
-    recorder = events.Recorder(client, COMPONENT, config.node_name)
+    # Events are written off the callers' threads (the evictor, the NodeSLO reader).
+    recorder = events.Broadcaster(
+        client, COMPONENT, config.node_name, registry=registry, metric_prefix="nodeqos_agent"
+    )
     states = agent_states.States(
         client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root
     )
@@ -185,6 +188,7 @@ def run(
     finally:
         stop.set()
         _shut_down(threads, manager, states, server, agent.cache)
+        recorder.close()
         _save_predictions(peaks, clock.time())
         agent.close()
 
