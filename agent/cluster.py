@@ -262,6 +262,8 @@ def _shut_down(
     for thread in threads:
         if thread.is_alive():
             thread.join(_JOIN_TIMEOUT)
+            if thread.is_alive():
+                log.warning("%s did not stop within %.0fs", thread.name, _JOIN_TIMEOUT)
     if manager is not None:
         manager.wait(_JOIN_TIMEOUT)  # no SyncTimeout: the sync wait has no limit
     states.stop()
