@@ -131,7 +131,11 @@ def run(
     readiness = health.Readiness()
     # Events are written off the callers' threads (the evictor, the NodeSLO reader).
     recorder = events.Broadcaster(
-        client, COMPONENT, config.node_name, registry=registry, metric_prefix="nodeqos_agent"
+        client,
+        COMPONENT,
+        config.node_name,
+        registry=registry,
+        dropped_metric="nodeqos_agent_events_dropped_total",
     )
     states = agent_states.States(
         client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root

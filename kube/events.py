@@ -11,8 +11,9 @@ Two writers, the same `event(ref, type, reason, message) -> bool`:
 - `Broadcaster`, a Recorder whose writes happen on its own thread, is what every
   daemon uses: `event()` only puts the Event in a bounded queue, where repeats of
   a pending Event are folded into it (one write for 50 of them), so a controller
-  never waits for the API server. A full queue drops the Event and counts it;
-  a write is retried a bounded number of times while the API server is away.
+  never waits for the API server. A full queue drops the Event and counts it
+  (`dropped_metric`, by reason); a write is retried a bounded number of times
+  while the API server is away.
 
 Best effort by design: an Event that cannot be written is logged and dropped,
 never raised into the caller's control flow (an eviction must not fail because
@@ -218,7 +219,7 @@ class Broadcaster(Recorder):
         host: str = "",
         *,
         registry: CollectorRegistry | None = None,
-        metric_prefix: str = "nodeqos",
+        dropped_metric: str = "nodeqos_events_dropped_total",
         queue_size: int = QUEUE_SIZE,
         retries: int = RETRIES,
         backoff: float = BACKOFF,
@@ -238,7 +239,7 @@ class Broadcaster(Recorder):
         self.dropped: collections.Counter[str] = collections.Counter()
         self._dropped_metric = (
             Counter(
-                f"{metric_prefix}_events_dropped_total",
+                dropped_metric,
                 "Events not written: queue_full, closed, or failed (after the retries)",
                 ["reason"],
                 registry=registry,

@@ -102,7 +102,11 @@ def build(
     stopping = threading.Event()
     # Events are written off the eviction path, correlated, through a bounded queue.
     recorder = events.Broadcaster(
-        client, evictions.COMPONENT, host=me, registry=registry, metric_prefix="nodeqos_descheduler"
+        client,
+        evictions.COMPONENT,
+        host=me,
+        registry=registry,
+        dropped_metric="nodeqos_descheduler_events_dropped_total",
     )
     # Evictions and controller writes go through a client that refuses to send
     # while this replica does not lead, checked just before sending: a request
