@@ -152,7 +152,8 @@ class Faults:
 
     def outage(self, fault: Fault) -> None:
         c, r = self.c, self.r
-        r.note(f"{fault.kind} killed for {fault.seconds:.0f}s")
+        what = "API server" if fault.kind == "outage" else fault.kind
+        r.note(f"{what} killed for {fault.seconds:.0f}s ({fault.kind})")
         if fault.kind in ("apiserver", "outage"):
             c.plane.stop_apiserver()
             c.cut()
