@@ -28,8 +28,8 @@ RUN python3 -m venv /opt/nodeqos \
     && /opt/nodeqos/bin/pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
     && useradd --system --uid 65532 nodeqos
 ENV PATH=/opt/nodeqos/bin:$PATH
-# nodeqos-manager --webhook-addr makes its serving certificate with the openssl binary:
-# both bases have it (Debian's ca-certificates depends on openssl).
+# nodeqos-manager --webhook-addr makes its serving certificate in-process (cryptography,
+# a wheel of the dependencies): no openssl binary is needed.
 # The agent runs privileged (cgroup writes); the descheduler runs as this user.
 USER 65532
 ENTRYPOINT []

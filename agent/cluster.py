@@ -129,7 +129,14 @@ def run(
     client = connect(config)
     fs = assembly.open_cgroups(config.cgroup_root, config.cgroup_driver, config.kubelet_cgroup_root)
     readiness = health.Readiness()
-    recorder = events.Recorder(client, COMPONENT, config.node_name)
+    # Events are written off the callers' threads (the evictor, the NodeSLO reader).
+    recorder = events.Broadcaster(
+        client,
+        COMPONENT,
+        config.node_name,
+        registry=registry,
+        dropped_metric="nodeqos_agent_events_dropped_total",
+    )
     states = agent_states.States(
         client, config.node_name, fs.driver, readiness, recorder, kubelet_root=fs.kubelet_root
     )
@@ -185,6 +192,7 @@ def run(
     finally:
         stop.set()
         _shut_down(threads, manager, states, server, agent.cache)
+        recorder.close()
         _save_predictions(peaks, clock.time())
         agent.close()
 
@@ -258,6 +266,8 @@ def _shut_down(
     for thread in threads:
         if thread.is_alive():
             thread.join(_JOIN_TIMEOUT)
+            if thread.is_alive():
+                log.warning("%s did not stop within %.0fs", thread.name, _JOIN_TIMEOUT)
     if manager is not None:
         manager.wait(_JOIN_TIMEOUT)  # no SyncTimeout: the sync wait has no limit
     states.stop()

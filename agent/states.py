@@ -238,6 +238,8 @@ class States:
             informer.stop()
         if self._health_thread is not None:
             self._health_thread.join(5.0)
+            if self._health_thread.is_alive():
+                log.warning("%s did not stop within 5s", self._health_thread.name)
 
     # -- internals --------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""The soak's tools: a latency-injecting TCP proxy in front of kube-apiserver, and the
-daemons it runs (a process with its log, its RSS over time, its crashes and restarts).
+"""The soak's tools: a TCP proxy in front of kube-apiserver that adds latency, counts
+connection attempts and can play a partition (a blackhole), and the daemons it runs
+(a process with its log, its RSS over time, its crashes and restarts).
 
 Used by `bench.soak` only.
 """
@@ -16,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,21 +25,33 @@ import psutil
 
 from testbed import controlplane
 
+ACCEPTS_KEPT = 100_000  # accept times remembered (a 15-minute soak makes a few thousand)
+
 
 class LatencyProxy:
     """TCP passthrough (TLS is end to end) from a fixed loopback port to the API
     server's current port; `delay` seconds are added before each forwarded chunk.
-    The daemons' kubeconfigs name this port, so the API server may restart freely."""
+    The daemons' kubeconfigs name this port, so the API server may restart freely.
 
-    def __init__(self, target_port: Callable[[], int]) -> None:
+    Every accepted connection's time is kept (`accepts_between`): with the API server
+    stopped each request of a client needs a new connection, so that is its request
+    rate during an outage. `blackhole()` is a partition as tests/tcpproxy.py plays it:
+    connections are accepted and read, nothing is forwarded or answered, until
+    `heal()` closes the connections that lost bytes."""
+
+    def __init__(self, target_port: Callable[[], int], name: str = "proxy") -> None:
         self._target = target_port
+        self.name = name
         self.delay = 0.0
+        self._blackholed = False
+        self._broken: set[socket.socket] = set()  # client sockets that lost bytes
+        self._accepts: deque[float] = deque(maxlen=ACCEPTS_KEPT)  # monotonic
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._server.getsockname()[1])
         self._stop = threading.Event()
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name="soak-proxy", daemon=True).start()
+        threading.Thread(target=self._accept, name=f"soak-{name}", daemon=True).start()
 
     @property
     def url(self) -> str:
@@ -49,7 +63,53 @@ class LatencyProxy:
                 client, _ = self._server.accept()
             except OSError:
                 return
-            threading.Thread(target=self._pipe, args=(client,), daemon=True).start()
+            self._accepts.append(time.monotonic())
+            target = self._drop if self._blackholed else self._pipe
+            threading.Thread(target=target, args=(client,), daemon=True).start()
+
+    def accepts_between(self, start: float, end: float) -> int:
+        """Connections accepted in [start, end] (monotonic seconds)."""
+        return sum(1 for t in list(self._accepts) if start <= t <= end)
+
+    def blackhole(self) -> None:
+        """Partition: from now on nothing is forwarded either way; new connections hang."""
+        with self._lock:
+            self._blackholed = True
+            self._broken |= self._conns  # both ends: heal() shuts them down
+
+    def heal(self) -> None:
+        """Forward again; the connections that lost bytes are closed (clients reconnect)."""
+        with self._lock:
+            self._blackholed = False
+            broken, self._broken = list(self._broken), set()
+        for sock in broken:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _drop(self, client: socket.socket) -> None:
+        """A connection accepted during a partition: read and drop until healed or closed."""
+        with self._lock:
+            self._conns.add(client)
+            self._broken.add(client)
+        client.settimeout(1.0)
+        try:
+            while not self._stop.is_set():
+                with self._lock:
+                    if client not in self._broken:
+                        return  # healed
+                try:
+                    if not client.recv(65536):
+                        return
+                except TimeoutError:
+                    continue
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                client.close()
+            with self._lock:
+                self._conns.discard(client)
+                self._broken.discard(client)
 
     def _pipe(self, client: socket.socket) -> None:
         try:
@@ -70,6 +130,10 @@ class LatencyProxy:
                     data = source.recv(65536)
                     if not data:
                         return
+                    with self._lock:
+                        if self._blackholed:
+                            self._broken.add(client)
+                            continue  # partitioned: dropped
                     if self.delay:
                         time.sleep(self.delay)
                     key.data.sendall(data)

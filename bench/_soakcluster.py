@@ -1,4 +1,5 @@
-"""The soak's cluster: a local control plane behind a latency proxy, three nodes with
+"""The soak's cluster: a local control plane behind latency proxies (one per daemon, so
+a partition can cut one off and each one's requests can be counted), three nodes with
 their cgroup trees and agents, two descheduler replicas with leader election, the
 scheduler extender with kube-scheduler, and the soak playing kubelet. Used by `bench.soak`."""
 
@@ -44,11 +45,11 @@ def load_workload_module() -> Any:
     return module
 
 
-def via_proxy(identity: controlplane.Identity, proxy: LatencyProxy) -> Path:
+def via_proxy(identity: controlplane.Identity, proxy: LatencyProxy, suffix: str = "") -> Path:
     """A copy of the identity's kubeconfig that talks through the proxy."""
     config = yaml.safe_load(identity.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = proxy.url
-    path = identity.kubeconfig.with_suffix(".proxy.kubeconfig")
+    path = identity.kubeconfig.with_suffix(f".proxy{suffix}.kubeconfig")
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
@@ -84,10 +85,9 @@ class SoakCluster:
         self.plane = controlplane.ControlPlane(workdir=workdir / "cp")
         self.stack.callback(self.plane.stop)
         self.plane.start()
-        self.proxy = LatencyProxy(lambda: self.plane.secure_port)
-        self.stack.callback(self.proxy.close)
-        # Through the proxy too: a restarted API server may come back on another port.
-        admin = via_proxy(self.plane.admin(), self.proxy)
+        self.proxies: dict[str, LatencyProxy] = {}
+        # Through a proxy too: a restarted API server may come back on another port.
+        admin = via_proxy(self.plane.admin(), self.proxy("admin"))
         self.admin = rest.Rest.from_kubeconfig(admin, qps=0, timeout=10)
         for manifest in sorted((REPO / "deploy").glob("*.yaml")):
             for doc in yaml.safe_load_all(manifest.read_text()):
@@ -107,6 +107,23 @@ class SoakCluster:
         self._create_cluster()
 
     # -- set-up -------------------------------------------------------------------------
+
+    def proxy(self, name: str) -> LatencyProxy:
+        """The proxy of one client (a daemon, or "admin": the soak itself)."""
+        if name not in self.proxies:
+            proxy = LatencyProxy(lambda: self.plane.secure_port, name)
+            self.stack.callback(proxy.close)
+            self.proxies[name] = proxy
+        return self.proxies[name]
+
+    def set_delay(self, seconds: float) -> None:
+        for proxy in self.proxies.values():
+            proxy.delay = seconds
+
+    def cut(self) -> None:
+        """Drop every open connection (what a dying API server does to its clients)."""
+        for proxy in self.proxies.values():
+            proxy.cut()
 
     def _create_cluster(self) -> None:
         for node in NODES:
@@ -189,7 +206,7 @@ class SoakCluster:
                 f"agent-{node}",
                 [
                     py, "-m", "agent", "--node-name", node,
-                    "--kubeconfig", str(via_proxy(identity, self.proxy)),
+                    "--kubeconfig", str(via_proxy(identity, self.proxy(f"agent-{node}"))),
                     "--cgroup-root", str(tree.cgroup_root), "--proc-root", str(tree.proc_root),
                     "--metric-cache-path", str(self.cache_path(node)),
                     "--collect-interval", f"{COLLECT_INTERVAL:g}s",
@@ -208,23 +225,25 @@ class SoakCluster:
         args_file.write_text(yaml.safe_dump(args))
         port = controlplane.free_port()
         self.ports["extender"] = port
-        self._daemon("extender", local.command(via_proxy(extender, self.proxy), args_file, port))
+        kubeconfig = via_proxy(extender, self.proxy("extender"))
+        self._daemon("extender", local.command(kubeconfig, args_file, port))
         local.wait_ready(port)
         self.plane.start_scheduler(
             local.point_scheduler(REPO / "deploy" / "kube-scheduler" / "extender.yaml", port)
         )
-        descheduler = via_proxy(
-            self.plane.service_account("nodeqos-system", "nodeqos-descheduler", create=False),
-            self.proxy,
+        descheduler = self.plane.service_account(
+            "nodeqos-system", "nodeqos-descheduler", create=False
         )
         for replica in ("a", "b"):
+            name = f"descheduler-{replica}"
+            kubeconfig = via_proxy(descheduler, self.proxy(name), suffix=replica)
             port = controlplane.free_port()
             self.ports[f"descheduler-{replica}"] = port
             config = self.workdir / f"descheduler-{replica}.yaml"
             config.write_text(yaml.safe_dump(descheduler_config(port)))
             self._daemon(
                 f"descheduler-{replica}",
-                [py, "-m", "descheduler.cli", "--config", str(config), "--kubeconfig", str(descheduler)],
+                [py, "-m", "descheduler.cli", "--config", str(config), "--kubeconfig", str(kubeconfig)],
             )  # fmt: skip
 
     def cache_path(self, node: str) -> Path:

@@ -2,9 +2,12 @@
 
 Used by `bench.soak`, whose monitor starts each fault on a thread of its lane when
 it is due. Faults of one lane run one after the other; the two lanes overlap, so
-a short soak still reaches every fault: "main" holds the control-plane outages,
-the kills, the slow API server, churn and malformed objects; "background" the
-long, quiet ones (an agent stopped past its NodeMetric's expiration, a cordon).
+a short soak still reaches every fault: "main" holds the control-plane outages
+(short ones, and "outage": the API server stopped OUTAGE seconds), the kills, the
+partition of the descheduler leader (its proxy blackholed: connections accepted,
+never answered, the follower's unharmed), the slow API server, churn and malformed
+objects; "background" the long, quiet ones (an agent stopped past its NodeMetric's
+expiration, a cordon).
 """
 
 from __future__ import annotations
@@ -31,12 +34,17 @@ KINDS = frozenset(
         "churn",
         "cordon",
         "malformed",
+        "outage",
+        "partition",
         "slow",
         "stop-agent",
     }
 )
 BACKGROUND = frozenset({"stop-agent", "cordon"})
 LANES = ("main", "background")
+OUTAGE = 60.0  # seconds the API server is stopped by the "outage" fault (issue #36)
+# The partition lasts past the lease (the follower must take over) and a few retries.
+PARTITION = sc.LEASE + sc.RENEW + 6
 
 
 @dataclass(order=True)
@@ -63,6 +71,8 @@ def schedule(rng: random.Random, duration: float, warmup: float, tail: float) ->
         Fault(0, "malformed"),
         Fault(0, "slow", 15),
         Fault(0, "etcd", rng.uniform(5, 10)),
+        Fault(0, "outage", OUTAGE),
+        Fault(0, "partition", PARTITION),
         Fault(0, "stop-agent", sc.EXPIRATION + 10),
     ]
     if long:
@@ -122,7 +132,9 @@ class Faults:
         """Run one fault (on a lane's thread); API trouble is noted, not raised."""
         action = {
             "apiserver": self.outage,
+            "outage": self.outage,
             "etcd": self.outage,
+            "partition": self.partition,
             "kill-agent": self.kill_agent,
             "kill-leader": self.kill_leader,
             "churn": self.churn,
@@ -140,11 +152,15 @@ class Faults:
 
     def outage(self, fault: Fault) -> None:
         c, r = self.c, self.r
-        r.note(f"{fault.kind} killed for {fault.seconds:.0f}s")
-        if fault.kind == "apiserver":
+        what = "API server" if fault.kind == "outage" else fault.kind
+        r.note(f"{what} killed for {fault.seconds:.0f}s ({fault.kind})")
+        if fault.kind in ("apiserver", "outage"):
             c.plane.stop_apiserver()
-            c.proxy.cut()
+            c.cut()
+            start = time.monotonic()
             time.sleep(fault.seconds)
+            with r.lock:  # the clients' connection attempts in it are counted at the end
+                r.outages.append((start, time.monotonic()))
             self.on_main(c.plane.start_apiserver)
         else:
             c.plane.stop_etcd()
@@ -202,6 +218,33 @@ class Faults:
         while r.leader_lost_at is not None and time.monotonic() < deadline:
             time.sleep(0.5)
 
+    def partition(self, fault: Fault) -> None:
+        """The descheduler leader cut off: its proxy blackholed for `fault.seconds`, then
+        healed. The follower must lead once the lease runs out, never both at once (the
+        monitor counts ticks with two leaders from both replicas' gauges)."""
+        c, r = self.c, self.r
+        deadline = time.monotonic() + 60
+        while not (leaders := r.leaders):
+            if time.monotonic() > deadline:
+                r.note("partition: no leader to cut off")
+                return
+            time.sleep(1)
+        old = leaders[0]
+        proxy = c.proxies[f"descheduler-{old}"]
+        proxy.blackhole()
+        cut = time.monotonic()
+        r.note(f"partition: descheduler {old} cut off for {fault.seconds:.0f}s")
+        taken: float | None = None
+        while time.monotonic() - cut < fault.seconds:
+            if taken is None and r.leaders and r.leaders[0] != old:
+                taken = round(time.monotonic() - cut, 1)
+                r.note(f"partition: {r.leaders[0]} leads {taken}s after the cut")
+            time.sleep(0.5)
+        proxy.heal()
+        with r.lock:
+            r.partition_takeover.append(taken)
+        r.note(f"partition of {old} healed")
+
     def churn(self, fault: Fault) -> None:
         c = self.c
         pods = c.admin.get(rest.object_path("", "v1", "pods", namespace=sc.NAMESPACE))
@@ -225,10 +268,10 @@ class Faults:
         deadline = time.monotonic() + sc.REPORT_INTERVAL + 5
         while self.r.pending_republish and time.monotonic() < deadline:
             time.sleep(0.5)
-        self.c.proxy.delay = 0.3
+        self.c.set_delay(0.3)
         self.r.note(f"API latency +300 ms per chunk for {fault.seconds:.0f}s")
         time.sleep(fault.seconds)
-        self.c.proxy.delay = 0.0
+        self.c.set_delay(0.0)
         self.r.note("API latency back to normal")
 
     def stop_agent(self, fault: Fault) -> None:

@@ -30,6 +30,8 @@ class Record:
     stale_windows: list[tuple[str, float, float]] = field(default_factory=list)  # node, wall
     malformed_nodes: set[str] = field(default_factory=set)
     api_refusals: list[str] = field(default_factory=list)
+    outages: list[tuple[float, float]] = field(default_factory=list)  # API server down, monotonic
+    partition_takeover: list[float | None] = field(default_factory=list)  # s to a new leader
     two_leader_ticks: int = 0
     evictions_without_lease: int = 0
     evictions_total: int = 0
@@ -96,6 +98,19 @@ def slow_republish_logs(record: Record, cluster: sc.SoakCluster) -> dict[str, li
     return logs
 
 
+def requests_during_outages(record: Record, cluster: sc.SoakCluster) -> dict[str, list[float]]:
+    """Per client (proxy), its connection attempts per second in each API server outage:
+    with the server stopped each request needs a new connection, refused at once, so
+    this is how hard the client retries. Bounded retries keep it low."""
+    rates: dict[str, list[float]] = {}
+    for start, end in record.outages:
+        for name, proxy in sorted(cluster.proxies.items()):
+            if name != "admin":  # the soak itself
+                per_second = proxy.accepts_between(start, end) / max(end - start, 1.0)
+                rates.setdefault(name, []).append(round(per_second, 2))
+    return rates
+
+
 def _within(value: float | None, limit: float) -> bool:
     return value is not None and value <= limit
 
@@ -113,6 +128,7 @@ def evaluate(record: Record, cluster: sc.SoakCluster, duration: float, seed: int
         for kill in record.kills
     ]
     growth = memory_growth(cluster)
+    rates = requests_during_outages(record, cluster)
     numbers = {
         "crashes": sum(len(d.crashes) for d in cluster.daemons.values()),
         "restarts_needed": sum(d.restarts_needed for d in cluster.daemons.values()),
@@ -124,6 +140,13 @@ def evaluate(record: Record, cluster: sc.SoakCluster, duration: float, seed: int
         "evictions_without_lease": record.evictions_without_lease,
         "ticks_with_two_leaders": record.two_leader_ticks,
         "leader_regain_seconds_max": max(record.leader_regain, default=None),
+        "partition_takeover_seconds_max": max(
+            (x if x is not None else float("inf") for x in record.partition_takeover),
+            default=None,
+        ),
+        "requests_per_second_during_outages_max": max(
+            (x for values in rates.values() for x in values), default=None
+        ),
         "republish_after_outage_seconds_max": max(
             (r["seconds"] if r["seconds"] is not None else float("inf") for r in record.republish),
             default=None,
@@ -140,6 +163,7 @@ def evaluate(record: Record, cluster: sc.SoakCluster, duration: float, seed: int
         "evictions_without_lease": 0,
         "ticks_with_two_leaders": 0,
         "leader_regain_seconds_max": sc.LEASE + sc.RENEW,
+        "partition_takeover_seconds_max": sc.LEASE + sc.RENEW,
         "republish_after_outage_seconds_max": sc.REPORT_INTERVAL,
         "memory_growth_percent_max": 10.0,
     }
@@ -162,6 +186,9 @@ def evaluate(record: Record, cluster: sc.SoakCluster, duration: float, seed: int
         "details": {
             "agent_kills": lost,
             "leader_regain_seconds": record.leader_regain,
+            "partition_takeover_seconds": record.partition_takeover,
+            "outage_seconds": [round(end - start, 1) for start, end in record.outages],
+            "requests_per_second_during_outages": rates,
             "republish_after_outage": record.republish,
             "memory_growth_percent": growth,
             "evictions": cluster.evictions,

@@ -7,7 +7,8 @@ schedule of faults (bench._soakfaults) runs while the monitor here samples every
 second: API server outages, an etcd restart, kill -9 of agents inside a
 metric-cache flush (bench._flushkill) and of the descheduler leader, pod churn,
 cordons, an agent stopped past nodeMetricExpirationSeconds, malformed objects
-from "another tool", and a slow API server (latency proxy).
+from "another tool", a slow API server (latency proxy), the API server stopped
+for 60 s, and the descheduler leader partitioned (its proxy blackholed).
 
 Results (bench._soakresults) go to bench/results/local/soak.json, or when
 publishing (`python -m bench --publish soak`, or `--publish` here) to
@@ -36,7 +37,7 @@ from bench._soakresults import Record
 from kube import rest
 
 RUN_BY_DEFAULT = False  # 15 minutes: `python -m bench soak` or `make soak`
-SHORT = 150.0  # seconds: the in-suite variant (tests/test_soak.py)
+SHORT = 300.0  # seconds: the in-suite variant (tests/test_soak.py); it holds the 60 s outage
 # Before the first fault the agents publish and the descheduler settles; after the
 # last, every agent must have had a report interval to publish again.
 WARMUP, TAIL = 30.0, sc.REPORT_INTERVAL + 5

@@ -249,6 +249,8 @@ class Informer(Generic[T]):
                 log.debug("%s: shutting the watch stream down failed", self.name, exc_info=True)
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("%s: the informer thread did not stop within %.0fs", self.name, timeout)
 
     def _run(self, need_list: bool) -> None:
         while not self._stop.is_set():

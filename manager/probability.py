@@ -16,21 +16,22 @@ the webhook's change makes the API server run the policies once more, and then i
 The webhook configuration has `failurePolicy: Ignore` and a short timeout: a manager outage
 leaves the annotation unset, so the profile does not apply, and the pod is created.
 
-The serving certificate is made with `openssl` (each step bounded by OPENSSL_TIMEOUT; ECDSA
-P-256 keys, a cheap TLS handshake; a throwaway CA and a leaf for the
-Service's DNS names and 127.0.0.1) by the first replica to start, and kept in the Secret
+The serving certificate is made in-process with `cryptography` (no subprocess to hang; ECDSA
+P-256 keys, a cheap TLS handshake; a throwaway CA whose key is never written and a leaf for
+the Service's DNS names and 127.0.0.1, both valid CERT_DAYS) by the first replica to start, and kept in the Secret
 `nodeqos-manager-webhook` so every replica behind the Service serves the same one; the CA
 goes into the configuration's `caBundle`. Delete the Secret to have a new one made.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import ipaddress
 import json
 import logging
 import random
 import socket
 import ssl
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,23 +111,75 @@ class Certificate:
     ca_pem: bytes
 
 
+CERT_DAYS = 3650  # the Secret is the rotation: delete it and restart the managers
+
+
 def make_certificate(directory: Path, hosts: list[str]) -> Certificate:
-    """A throwaway CA and a server certificate for `hosts` (DNS names, or IPs), by openssl."""
-    ca_key, ca, key, csr, cert = (
-        directory / n for n in ("ca.key", "ca.crt", "tls.key", "tls.csr", "tls.crt")
+    """A throwaway CA and a server certificate for `hosts` (DNS names, or IPs), in-process.
+
+    Writes ca.crt, tls.crt and tls.key (0600) into `directory`; the CA's key only
+    signs the leaf and is dropped (nothing else is ever signed with it).
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    until = now + dt.timedelta(days=CERT_DAYS)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    signs_certificates = x509.KeyUsage(
+        digital_signature=True, content_commitment=False, key_encipherment=False,
+        data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+        encipher_only=False, decipher_only=False,
+    )  # fmt: skip
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodeqos-manager-webhook-ca")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))  # a node whose clock lags a little
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(signs_certificates, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
     )
-    san = ",".join(
-        (f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}") for h in hosts
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
     )
-    ext = directory / "ext.cnf"
-    ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n", encoding="utf-8")
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650", "-subj",
-             "/CN=nodeqos-manager-webhook-ca", "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", f"/CN={hosts[0]}",
-             "-keyout", str(key), "-out", str(csr))  # fmt: skip
-    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
-             "-CAcreateserial", "-days", "3650", "-extfile", str(ext), "-out", str(cert))  # fmt: skip
-    return Certificate(cert=cert, key=key, ca_pem=ca.read_bytes())
+    pem = serialization.Encoding.PEM
+    ca_file, cert_file, key_file = (directory / n for n in ("ca.crt", "tls.crt", "tls.key"))
+    ca_file.write_bytes(ca.public_bytes(pem))
+    cert_file.write_bytes(leaf.public_bytes(pem))
+    key_file.touch(mode=0o600)
+    key_file.chmod(0o600)  # made before by another call: the mode is ours all the same
+    key_file.write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return Certificate(cert=cert_file, key=key_file, ca_pem=ca_file.read_bytes())
 
 
 SECRET = "nodeqos-manager-webhook"
@@ -175,26 +228,6 @@ def shared_certificate(
     return Certificate(
         cert=files["tls.crt"], key=files["tls.key"], ca_pem=files["ca.crt"].read_bytes()
     )
-
-
-OPENSSL_TIMEOUT = 60.0  # an RSA-2048 key takes well under a second; a hung openssl must not hang us
-
-
-def _openssl(*args: str) -> None:
-    try:
-        done = subprocess.run(
-            ["openssl", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=OPENSSL_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as err:  # run() has killed it
-        raise RuntimeError(
-            f"openssl {' '.join(args[:2])}: no answer in {err.timeout:.0f}s"
-        ) from err
-    if done.returncode != 0:
-        raise RuntimeError(f"openssl {' '.join(args[:2])}: {done.stderr.strip()}")
 
 
 MAX_REVIEW = 8 * 1024 * 1024  # an AdmissionReview carries one Pod (etcd holds at most 1.5 MiB)

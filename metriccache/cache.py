@@ -53,6 +53,9 @@ from metriccache.series import Series, series_max_bytes
 log = logging.getLogger(__name__)
 
 DEFAULT_FLUSH_INTERVAL = 5.0
+# close() waits this long for the flusher: a flush blocked on a locked file gives up
+# after SQLite's 5 s busy timeout, so only a hung disk keeps it longer.
+CLOSE_TIMEOUT = 30.0
 DEFAULT_PRUNE_INTERVAL = 60.0
 DEFAULT_MAX_SERIES = 4096
 DEFAULT_MAX_SAMPLE_RATE_HZ = 1.25
@@ -383,15 +386,27 @@ class MetricCache:
         if self._closed:
             raise ClosedError("metric cache is closed")
 
-    def close(self) -> None:
-        """Stop the flusher, write what is pending, close the file. Idempotent."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop the flusher, write what is pending, close the file. Idempotent.
+
+        A flusher still inside a write after `timeout` seconds keeps the file: the
+        pending samples are then left unwritten (logged), never waited for without end.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         self._stop.set()
         if self._flusher is not None:
-            self._flusher.join()
+            self._flusher.join(timeout)
+            if self._flusher.is_alive():
+                log.warning(
+                    "metric cache flusher did not stop within %.0fs; closing without the "
+                    "final flush (%d sample(s) pending)",
+                    timeout,
+                    self.stats().pending_samples,
+                )
+                return
         if self._store is not None:
             try:
                 self.flush()

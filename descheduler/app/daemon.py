@@ -100,7 +100,14 @@ def build(
     except ValueError as err:
         raise StartupError([str(err)]) from None
     stopping = threading.Event()
-    recorder = events.Recorder(client, evictions.COMPONENT, host=me)
+    # Events are written off the eviction path, correlated, through a bounded queue.
+    recorder = events.Broadcaster(
+        client,
+        evictions.COMPONENT,
+        host=me,
+        registry=registry,
+        dropped_metric="nodeqos_descheduler_events_dropped_total",
+    )
     # Evictions and controller writes go through a client that refuses to send
     # while this replica does not lead, checked just before sending: a request
     # that waited for the rate limiter past the renew deadline is not sent.
@@ -135,6 +142,7 @@ def build(
         interval=timedelta(0) if options.once else cfg.descheduling_interval,
         sync_timeout=options.sync_timeout if options.once else None,
         stopping=stopping,
+        recorder=recorder,
     )
 
 
@@ -236,8 +244,10 @@ class Daemon:
         interval: timedelta,
         sync_timeout: float | None,
         stopping: threading.Event,
+        recorder: events.Broadcaster | None = None,
     ) -> None:
         self.runner = runner
+        self.recorder = recorder
         self.source = source
         self.leadership = leadership
         self.registry = registry
@@ -356,6 +366,8 @@ class Daemon:
         self.stop()
         self._join_controllers()
         self.leadership.join(timeout=10.0)  # the campaign releases the lease on its way out
+        if self.recorder is not None:
+            self.recorder.close()  # the last evictions' Events, bounded
         self.source.stop()
         for http in self.servers:
             http.close()

@@ -145,6 +145,8 @@ class Leadership:
         """Wait for the campaign to end (after `stop`): the lease is released then."""
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("leader election did not end within %.0fs", timeout)
 
     def health(self) -> State:
         """A follower is healthy: it is ready to take over."""

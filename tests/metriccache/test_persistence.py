@@ -256,3 +256,35 @@ def test_kv_keys_lists_by_prefix_across_reopen(tmp_path: Path) -> None:
         assert cache.kv_keys("prediction/") == ["prediction/a", "prediction/b"]
         cache.kv_delete("prediction/a")
         assert cache.kv_keys() == ["cpu_topology", "prediction/b"]
+
+
+def test_close_is_bounded_when_the_flusher_is_stuck_in_a_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flusher blocked on a locked file (another process's write) does not hold close()
+    past its timeout: close returns, says so, and leaves the pending samples unwritten."""
+    import sqlite3
+    import threading
+
+    from tests.waiting import eventually
+
+    path = tmp_path / "metrics.db"
+    cache = MetricCache.open(path, flush_interval=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the file's write lock: the flush waits in SQLite
+        cache.append([node(time.time(), 1.0)])
+        # taken out of memory by the flusher, which now waits on the lock
+        eventually(lambda: cache.stats().pending_samples == 0, "the flusher to take the batch")
+        started = time.monotonic()
+        cache.close(timeout=0.3)
+        assert time.monotonic() - started < 2.0  # SQLite's busy wait alone is 5 s
+        assert "did not stop within" in caplog.text
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+    def flusher_gone() -> bool:
+        return not any(t.name == "metriccache-flusher" for t in threading.enumerate())
+
+    eventually(flusher_gone, "the flusher to end once the lock is gone", timeout=15)
