@@ -26,7 +26,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import endpoint, events, leaderelection, rest, selectors
+from kube import backoff, endpoint, events, leaderelection, rest, selectors
 from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
@@ -41,6 +41,9 @@ POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
 reconciler writer, and leader election, Events and the profile controller beside
 them. A smaller pool makes urllib3 open and discard extra connections ("Connection
 pool is full", seen with 16 and with 22) under load."""
+CERTIFICATE_RETRY = backoff.Policy(initial=1.0, cap=10.0)
+"""How the webhook certificate is fetched again while the API server is unavailable
+at start: 1 s doubling to 10 s, 8 attempts (about 45 s)."""
 _ADDRESS = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d+)")
 
 
@@ -337,7 +340,7 @@ def _probability_webhook(
         hosts[:0] = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
         client_config = {"service": {"namespace": namespace, "name": name, "port": port}}
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-webhook-"))
-    delay = 1.0
+    retry = backoff.Backoff(CERTIFICATE_RETRY)
     for attempt in range(8):  # an API server still starting is no reason to exit at once
         try:
             certificate = probability.shared_certificate(
@@ -347,9 +350,9 @@ def _probability_webhook(
         except rest.ApiUnavailable as err:
             if attempt == 7:
                 raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+            delay = retry.delay()
             log.warning("webhook certificate: %s; retrying in %.0f s", err, delay)
             time.sleep(delay)
-            delay = min(delay * 2, 10.0)
         except (rest.ApiError, RuntimeError) as err:
             raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
     return certificate, profilecontroller.Webhook(client_config, certificate.ca_pem)
