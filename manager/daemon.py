@@ -5,7 +5,9 @@
 
 Two replicas run; only the one holding the Lease (`kube.leaderelection`)
 reconciles. Both keep their caches warm, so a follower that takes over passes at
-once. `/healthz` answers per component (informers, config, leader election); a
+once. The three controllers (NodeSLO reconciler, Batch controller, profile
+controller) share one `kube.controller.Informers`: each resource is watched once
+per process, and each controller runs on its own `kube.controller.Controller`. `/healthz` answers per component (informers, config, leader election); a
 follower is healthy, a replica whose caches have not synced is not.
 """
 
@@ -26,16 +28,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import backoff, endpoint, events, leaderelection, rest, selectors
+from kube import backoff, controller, endpoint, events, leaderelection, rest, selectors
 from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager")
 
 DEFAULT_ADDRESS = "0.0.0.0:10259"
-WATCHES = 12
-"""Watch connections the daemon holds open: four informers each in the reconciler,
-the Batch controller and the profile controller (tests/manager check the count)."""
+WATCHES = 9
+"""Watch connections the daemon holds open, one per resource (`kube.controller.Informers`):
+Nodes, NodeMetrics and the ConfigMap (reconciler and Batch controller), NodeSLOs,
+Pods, and the profile controller's four (tests/manager check the count)."""
 POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
 """Connections kept to the API server: every watch, every Batch worker's patch, every
 reconciler writer, and leader election, Events and the profile controller beside
@@ -172,6 +175,8 @@ class Daemon:
         acting = client.guarded(
             lambda: self.is_leader, "this replica does not lead now; write not sent"
         )
+        # the informers only read: they use the unguarded client
+        self.informers = controller.Informers(client)
         self.reconciler = reconcile.Reconciler(
             acting,
             self.metrics,
@@ -181,6 +186,7 @@ class Daemon:
             resync_seconds=options.resync_seconds,
             manage_nodemetrics=options.manage_nodemetrics,
             node_selector=options.node_selector,
+            informers=self.informers,
         )
         self.batch = batchresource.BatchController(
             acting,
@@ -189,6 +195,7 @@ class Daemon:
             namespace=options.config_namespace,
             name=options.config_name,
             node_selector=options.node_selector,
+            informers=self.informers,
         )
         self.webhook: probability.Server | None = None
         webhook = None
@@ -201,7 +208,7 @@ class Daemon:
                 record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
             )
         self.profiles = profilecontroller.ProfileController(
-            acting, recorder, webhook=webhook, metrics=self.metrics
+            acting, recorder, webhook=webhook, metrics=self.metrics, informers=self.informers
         )
         self._stop = threading.Event()
         self._leading = threading.Event()
@@ -230,6 +237,8 @@ class Daemon:
         self.reconciler.wake()  # a new leader passes at once
         self.batch.wake()
         self.profiles.wake()
+        for runtime in (self.reconciler.runtime, self.batch.runtime, self.profiles.runtime):
+            runtime.wake()
 
     def _stopped(self) -> None:
         self._leading.clear()
@@ -246,18 +255,17 @@ class Daemon:
     def health(self) -> dict[str, Any]:
         """The /healthz body: `ready` overall and per component."""
         components: dict[str, dict[str, Any]] = {}
-        for informer in [*self.reconciler.informers(), *self.batch.informers()]:
-            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
-            components[f"informer/{informer.name}"] = {"ready": informer.synced, "detail": detail}
-        for informer in self.profiles.informers():
-            # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
-            # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
-            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
-            components[f"informer/{informer.name}"] = {"ready": True, "detail": detail}
-        problems = self.reconciler.problems
+        # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
+        # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
+        gating = {id(v.shared) for v in [*self.reconciler.informers(), *self.batch.informers()]}
+        for shared in self.informers.all():
+            detail = "synced" if shared.synced else f"not synced: {shared.last_error or ''}"
+            ready = shared.synced or id(shared) not in gating
+            components[f"informer/{shared.name}"] = {"ready": ready, "detail": detail}
+        problems = self.metrics.config.problems()
         components["config"] = {
             "ready": True,  # a bad ConfigMap is reported, never a reason to restart us
-            "detail": "ok" if not problems else "; ".join(p.message for p in problems),
+            "detail": "; ".join(f"{who}: {what}" for who, what in sorted(problems.items())) or "ok",
         }
         if self.elector is None:
             lead = "leader election disabled; this replica always leads"
@@ -280,8 +288,7 @@ class Daemon:
         if self.webhook is not None:
             self.webhook.start()
             log.info("serving the probability webhook on port %d", self.webhook.port)
-        self.reconciler.start()
-        self.batch.start()
+        self.informers.start()
         batch_loop = threading.Thread(
             target=self.batch.run,
             args=(self._stop, lambda: self.is_leader),
@@ -289,7 +296,6 @@ class Daemon:
             daemon=True,
         )
         batch_loop.start()
-        self.profiles.start()
         profile_loop = threading.Thread(
             target=self.profiles.run,
             args=(self._stop, lambda: self.is_leader),
@@ -306,12 +312,9 @@ class Daemon:
         try:
             self.reconciler.run(self._stop, lambda: self.is_leader)
         finally:
-            self.reconciler.stop()
             batch_loop.join(10.0)
-            self.profiles.wake()
             profile_loop.join(10.0)
-            self.profiles.stop()
-            self.batch.stop()
+            self.reconciler.stop()  # the shared informers, and its writers
             if campaign is not None:
                 campaign.join(10.0)
             self.server.close()
@@ -321,7 +324,8 @@ class Daemon:
 
     def stop(self) -> None:
         self._stop.set()
-        self.reconciler.wake()
+        for runtime in (self.reconciler.runtime, self.batch.runtime, self.profiles.runtime):
+            runtime.wake()
 
 
 def _probability_webhook(
