@@ -14,7 +14,7 @@ with a Warning Event on the Node when the node starts degrading. A periodic
 resync marks every node dirty so degradation and the update interval apply
 without events. With colocation disabled (or the key absent) nothing is written.
 
-The informers are views of the process's shared ones (`kube.controller.Informers`:
+The informers are views of the process's shared ones (`kube.informerset.Informers`:
 Nodes, NodeMetrics and the ConfigMap are watched once, for the reconciler too).
 Dirty nodes wait in the work queue of a `kube.controller.Controller` served by
 `WORKERS` threads (its resync lane queues every node behind the events):
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kube import cache, controller, events, objects, rest, slo
+from kube import cache, controller, events, informerset, objects, rest, slo
 from manager import noderesource
 from manager.noderesource import batch
 from manager.telemetry import Metrics
@@ -114,7 +114,7 @@ class BatchController:
         node_selector: str | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         workers: int = WORKERS,
-        informers: controller.Informers | None = None,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
@@ -128,12 +128,12 @@ class BatchController:
         self._config_version: str | None = "unset"
         self.config: noderesource.ColocationConfig | None = None
         self.writes = 0
-        self.informers_set = informers or controller.Informers(client)
+        self.informers_set = informers or informerset.Informers(client)
         shared = self.informers_set
-        self.nodes: controller.View[objects.Node] = shared.watch(
+        self.nodes: informerset.View[objects.Node] = shared.watch(
             cache.NODES, label_selector=node_selector
         ).view(objects.Node.from_api, on_event=self._node_event, name="batch-nodes")
-        self.pods: controller.View[objects.Pod] = shared.watch(
+        self.pods: informerset.View[objects.Pod] = shared.watch(
             cache.PODS, field_selector="status.phase!=Succeeded,status.phase!=Failed"
         ).view(
             objects.Pod.from_api,
@@ -141,11 +141,11 @@ class BatchController:
             on_event=self._pod_event,
             name="batch-pods",
         )
-        self.nodemetrics: controller.View[slo.NodeMetric] = shared.watch(cache.NODEMETRICS).view(
+        self.nodemetrics: informerset.View[slo.NodeMetric] = shared.watch(cache.NODEMETRICS).view(
             slo.NodeMetric.from_api, on_event=self._metric_event, name="batch-nodemetrics"
         )
         # the same watch as the reconciler's (Informers.watch: same resource and selectors)
-        self.configmaps: controller.View[Mapping[str, Any]] = shared.watch(
+        self.configmaps: informerset.View[Mapping[str, Any]] = shared.watch(
             cache.Resource("", "v1", "configmaps", True),
             namespace=namespace,
             field_selector=f"metadata.name={name}",
@@ -199,7 +199,7 @@ class BatchController:
         if found is not None:
             self._mark(found.name)
 
-    def informers(self) -> list[controller.View[Any]]:
+    def informers(self) -> list[informerset.View[Any]]:
         return [self.nodes, self.pods, self.nodemetrics, self.configmaps]
 
     def start(self) -> None:

@@ -6,7 +6,7 @@
 Two replicas run; only the one holding the Lease (`kube.leaderelection`)
 reconciles. Both keep their caches warm, so a follower that takes over passes at
 once. The three controllers (NodeSLO reconciler, Batch controller, profile
-controller) share one `kube.controller.Informers`: each resource is watched once
+controller) share one `kube.informerset.Informers`: each resource is watched once
 per process, and each controller runs on its own `kube.controller.Controller`. `/healthz` answers per component (informers, config, leader election); a
 follower is healthy, a replica whose caches have not synced is not.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import backoff, controller, endpoint, events, leaderelection, rest, selectors
+from kube import backoff, endpoint, events, informerset, leaderelection, rest, selectors
 from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
@@ -36,7 +36,7 @@ log = logging.getLogger("manager")
 
 DEFAULT_ADDRESS = "0.0.0.0:10259"
 WATCHES = 9
-"""Watch connections the daemon holds open, one per resource (`kube.controller.Informers`):
+"""Watch connections the daemon holds open, one per resource (`kube.informerset.Informers`):
 Nodes, NodeMetrics and the ConfigMap (reconciler and Batch controller), NodeSLOs,
 Pods, and the profile controller's four (tests/manager check the count)."""
 POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
@@ -176,7 +176,7 @@ class Daemon:
             lambda: self.is_leader, "this replica does not lead now; write not sent"
         )
         # the informers only read: they use the unguarded client
-        self.informers = controller.Informers(client)
+        self.informers = informerset.Informers(client)
         self.reconciler = reconcile.Reconciler(
             acting,
             self.metrics,

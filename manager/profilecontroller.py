@@ -5,7 +5,7 @@ Imports `kube`, `manager.colocationprofile` and `manager.probability` only.
 Informers on ClusterColocationProfiles, PriorityClasses and the
 MutatingAdmissionPolicies (+ bindings) labelled
 `app.kubernetes.io/managed-by: nodeqos-manager` (views of the process's shared
-informers, `kube.controller.Informers`). Any event queues the one key `PASS` of
+informers, `kube.informerset.Informers`). Any event queues the one key `PASS` of
 its `kube.controller.Controller` (leader only): every profile is rendered with `colocationprofile.render` (its
 PriorityClass value looked up from the cache) and each rendered object is
 created, or replaced when its labels or spec differ; managed objects no profile
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kube import cache, controller, events, rest
+from kube import cache, controller, events, informerset, rest
 from manager import colocationprofile, probability, telemetry
 
 log = logging.getLogger("manager.profiles")
@@ -77,7 +77,7 @@ class ProfileController:
         resync_seconds: float = 300.0,
         webhook: Webhook | None = None,
         metrics: telemetry.Metrics | None = None,
-        informers: controller.Informers | None = None,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
@@ -86,15 +86,15 @@ class ProfileController:
         self._reported: set[tuple[str, str]] = set()
         self.writes = 0
         self._failed = 0  # writes of the running pass that failed
-        self.informers_set = informers or controller.Informers(client)
+        self.informers_set = informers or informerset.Informers(client)
         shared = self.informers_set
-        self.profiles: controller.View[Mapping[str, Any]] = shared.watch(
+        self.profiles: informerset.View[Mapping[str, Any]] = shared.watch(
             PROFILES, name="colocation-profiles"
         ).view(on_event=self._poke)
-        self.priority_classes: controller.View[Mapping[str, Any]] = shared.watch(
+        self.priority_classes: informerset.View[Mapping[str, Any]] = shared.watch(
             PRIORITY_CLASSES
         ).view(on_event=self._poke)
-        self.owned: dict[str, controller.View[Mapping[str, Any]]] = {
+        self.owned: dict[str, informerset.View[Mapping[str, Any]]] = {
             "MutatingAdmissionPolicy": shared.watch(POLICIES, label_selector=MANAGED).view(
                 on_event=self._poke
             ),
@@ -117,7 +117,7 @@ class ProfileController:
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
         self.runtime.add(PASS)
 
-    def informers(self) -> list[controller.View[Any]]:
+    def informers(self) -> list[informerset.View[Any]]:
         return [self.profiles, self.priority_classes, *self.owned.values()]
 
     def start(self) -> None:

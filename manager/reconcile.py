@@ -1,7 +1,7 @@
 """The reconciler: one NodeSLO and one NodeMetric spec per Node, from the ConfigMap.
 
 The daemon (`manager.daemon`) builds a `Reconciler` on the process's shared
-informers (`kube.controller.Informers`: Nodes, NodeSLOs, NodeMetrics, the one
+informers (`kube.informerset.Informers`: Nodes, NodeSLOs, NodeMetrics, the one
 ConfigMap) and calls `run` in a thread. Level-triggered: any relevant change (a
 node added, removed or relabelled, the ConfigMap edited, a NodeSLO edited or
 deleted) queues the one key `PASS` in its `kube.controller.Controller`, as does
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kube import cache, controller, events, rest
+from kube import cache, controller, events, informerset, rest
 from manager import render, sloconfig, views
 from manager.telemetry import Metrics
 
@@ -60,25 +60,25 @@ class Reconciler:
         manage_nodemetrics: bool = True,
         node_selector: str | None = None,
         write_workers: int = WRITE_WORKERS,
-        informers: controller.Informers | None = None,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
         self._recorder = recorder
         self.namespace, self.name = namespace, name
         self._manage_nodemetrics = manage_nodemetrics
-        self.informers_set = informers or controller.Informers(client)
+        self.informers_set = informers or informerset.Informers(client)
         shared = self.informers_set
-        self.nodes: controller.View[views.NodeView] = shared.watch(
+        self.nodes: informerset.View[views.NodeView] = shared.watch(
             cache.NODES, label_selector=node_selector
         ).view(views.NodeView.from_api, on_event=self._node_event)
-        self.nodeslos: controller.View[views.Stored] = shared.watch(cache.NODESLOS).view(
+        self.nodeslos: informerset.View[views.Stored] = shared.watch(cache.NODESLOS).view(
             views.Stored.from_api, on_event=self._poke
         )
-        self.nodemetrics: controller.View[views.Stored] = shared.watch(cache.NODEMETRICS).view(
+        self.nodemetrics: informerset.View[views.Stored] = shared.watch(cache.NODEMETRICS).view(
             views.Stored.from_api, on_event=self._spec_event
         )
-        self.configmaps: controller.View[Mapping[str, Any]] = config_watch(
+        self.configmaps: informerset.View[Mapping[str, Any]] = config_watch(
             shared, namespace, name
         ).view(on_event=self._poke)
         self.runtime = controller.Controller(
@@ -122,8 +122,8 @@ class Reconciler:
         if old is None or new is None or old.spec != new.spec:
             self.runtime.add(PASS)
 
-    def informers(self) -> list[controller.View[Any]]:
-        found: list[controller.View[Any]] = [self.nodes, self.nodeslos, self.configmaps]
+    def informers(self) -> list[informerset.View[Any]]:
+        found: list[informerset.View[Any]] = [self.nodes, self.nodeslos, self.configmaps]
         if self._manage_nodemetrics:
             found.append(self.nodemetrics)
         return found
@@ -345,7 +345,7 @@ class Reconciler:
         self.runtime.run(stop, may_act)
 
 
-def config_watch(informers: controller.Informers, namespace: str, name: str) -> controller.Shared:
+def config_watch(informers: informerset.Informers, namespace: str, name: str) -> informerset.Shared:
     """The one watch of the slo-controller-config ConfigMap (the reconciler's and the
     Batch controller's)."""
     return informers.watch(

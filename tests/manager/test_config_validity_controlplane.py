@@ -15,7 +15,7 @@ import uuid
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
-from kube import controller, rest
+from kube import informerset, rest
 from manager import batchresource, reconcile, telemetry
 from tests.manager.test_reconcile_controlplane import CM_NAME
 from tests.waiting import eventually
@@ -49,7 +49,7 @@ def test_a_colocation_config_the_batch_controller_refuses_is_invalid(
     kube.create(path, {"metadata": {"name": CM_NAME}, "data": {"colocation-config": REFUSED}})
     registry = CollectorRegistry()
     metrics = telemetry.Metrics(registry)
-    informers = controller.Informers(kube)
+    informers = informerset.Informers(kube)
     tag = uuid.uuid4().hex[:8]
     reconciler = reconcile.Reconciler(
         kube,
