@@ -26,7 +26,8 @@ in flight together, and a worker computes a node from the caches' latest state
 when it takes it: the latest state wins. A failed patch is retried after the
 runtime's per-node backoff (0.5 s doubling to 60 s, at most 2 retries a second
 overall); an unavailable API server closes its outage gate (one probe patch per
-gate delay), so an outage is not hammered (docs/manager.md, "Retries").
+gate delay), so an outage is not hammered (docs/manager.md, "The controller
+runtime and retries").
 
 A `colocation-config` this controller refuses keeps its last good value, is
 logged and counted, and turns `nodeqos_manager_config_valid` to 0 until a good

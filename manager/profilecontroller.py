@@ -15,7 +15,7 @@ policy it had, is logged, and gets a Warning Event `ColocationProfileInvalid`
 profiles go away or change): the loop never stops on one. A pass with a failed
 write raises after the rest are sent, so the runtime retries it with backoff; an
 unavailable API server stops the pass at once and closes the runtime's outage
-gate (docs/manager.md, "Retries").
+gate (docs/manager.md, "The controller runtime and retries").
 
 With a `Webhook` (the manager serves `manager.probability`), profiles with a probability
 between 1% and 99% also get a webhook in the MutatingWebhookConfiguration

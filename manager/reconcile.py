@@ -12,7 +12,8 @@ the cached object and writes only a difference, so a no-op pass writes nothing
 A pass with failed writes raises, so the runtime retries it with backoff (0.5 s
 doubling to 60 s) rather than at once; a write that finds the API server
 unavailable stops the pass's remaining writes and closes the runtime's outage
-gate (one probe pass per gate delay: docs/manager.md, "Retries").
+gate (one probe pass per gate delay: docs/manager.md, "The controller runtime
+and retries").
 
 Ownership (docs/manager.md): the manager owns every NodeSLO named after a node
 unless its annotation `nodeqos.io/managed-by-manager` is "false"; it adds an
