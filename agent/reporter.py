@@ -54,6 +54,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from agent import health, nodemetric, peak
 from agent.schedule import Clock
+from kube import backoff as kbackoff
 from kube import cache, rest, slo
 from metriccache import MetricCache
 
@@ -174,7 +175,7 @@ class Reporter:
         clock: Clock,
         prediction: Callable[[], peak.Reclaimable | None] | None = None,
         first_delay: float = FIRST_REPORT_DELAY,
-        backoff: cache.Backoff | None = None,
+        backoff: kbackoff.Backoff | None = None,
         limiter: rest.TokenBucket | None = None,
     ) -> None:
         self._client = client
@@ -187,7 +188,9 @@ class Reporter:
         self._clock = clock
         self._prediction = prediction
         self._first_delay = first_delay
-        self._backoff = backoff or cache.Backoff(initial=RETRY_INITIAL, cap=RETRY_CAP)
+        self._backoff = backoff or kbackoff.Backoff(
+            kbackoff.Policy(initial=RETRY_INITIAL, cap=RETRY_CAP, jitter=0.5)
+        )
         self._stop = threading.Event()
         self._limiter = limiter or rest.TokenBucket(
             LIMIT_QPS, LIMIT_BURST, clock=clock.monotonic, sleep=self._sleep

@@ -22,20 +22,21 @@ import contextlib
 import gc
 import json
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kube import rest
+from kube import backoff, rest
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Indexer = Callable[[T], Iterable[str]]
 Handler = Callable[[str, "T | None", "T | None"], None]  # (event, old, new)
+RELIST = backoff.Policy(initial=0.5, cap=30.0, jitter=0.5)
+"""Delays between failed LISTs/WATCHes: capped exponential, full jitter (client-go's reflector)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,23 +91,6 @@ def _describe(obj: Mapping[str, Any]) -> str:
 
 def identity(obj: Mapping[str, Any]) -> Any:
     return obj
-
-
-@dataclass(slots=True)
-class Backoff:
-    """Capped exponential backoff with full jitter (what client-go's reflector uses)."""
-
-    initial: float = 0.5
-    cap: float = 30.0
-    rand: Callable[[], float] = random.random
-    _next: float = field(default=0.0, init=False)
-
-    def delay(self) -> float:
-        self._next = min(self.cap, self._next * 2 if self._next else self.initial)
-        return self._next * (0.5 + self.rand() / 2)
-
-    def reset(self) -> None:
-        self._next = 0.0
 
 
 _paused_lock = threading.Lock()
@@ -184,7 +168,7 @@ class Informer(Generic[T]):
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._backoff = Backoff()
+        self._backoff = backoff.Backoff(RELIST)
         self._response: Any = None  # the open watch stream, so stop() can cut it
         self.projection_errors = 0  # malformed objects left out of the cache
         self.lists = 0  # how many full LISTs ran (initial + relists); observable in tests

@@ -17,15 +17,25 @@ with a Warning Event on the Node when the node starts degrading. A periodic
 resync marks every node dirty so degradation and the update interval apply
 without events. With colocation disabled (or the key absent) nothing is written.
 
-Dirty nodes wait in a `kube.workqueue.KeyedQueue` served by `WORKERS` threads (a
-resync queues every node behind the events):
+The informers are views of the process's shared ones (`kube.informerset.Informers`:
+Nodes, NodeMetrics and the ConfigMap are watched once, for the reconciler too).
+Dirty nodes wait in the work queue of a `kube.controller.Controller` served by
+`WORKERS` threads (its resync lane queues every node behind the events):
 at 5,000 nodes reporting every 60 s (83 NodeMetric events a second) one serial
 patcher spends most of its time waiting on the API server's answer, so the
 p99 event -> patch latency grows with the queue (bench/colocation.py). The
 queue never hands one node to two workers, so two patches of a node are never
 in flight together, and a worker computes a node from the caches' latest state
-when it takes it: the latest state wins. A failed patch is retried on the
-loop's next tick (<= 1 s), not at once, so an API outage is not hammered.
+when it takes it: the latest state wins. A failed patch is retried after the
+runtime's per-node backoff (0.5 s doubling to 60 s, at most 2 retries a second
+overall); an unavailable API server closes its outage gate (one probe patch per
+gate delay), so an outage is not hammered (docs/manager.md, "The controller
+runtime and retries").
+
+A `colocation-config` this controller refuses keeps its last good value, is
+logged and counted, and turns `nodeqos_manager_config_valid` to 0 until a good
+version arrives; with no good value since start, nothing is written (as with
+colocation disabled), and the log says why.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kube import cache, events, objects, rest, slo, workqueue
+from kube import cache, controller, events, informerset, objects, rest, slo
 from manager import noderesource
 from manager.noderesource import batch
 from manager.telemetry import Metrics
@@ -47,6 +57,8 @@ from manager.telemetry import Metrics
 log = logging.getLogger("manager.batchresource")
 
 COLOCATION_KEY = "colocation-config"
+CONSUMER = "batch-controller"
+"""This controller's name in `nodeqos_manager_config_valid`'s `ConfigValidity`."""
 DEGRADED_REASON = "BatchResourceDegraded"
 _BY_NODE = "node"
 WORKERS = 8
@@ -104,70 +116,62 @@ class BatchController:
         node_selector: str | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         workers: int = WORKERS,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
-        self._workers = workers
         self._metrics = metrics
         self._recorder = recorder
-        self._resync = resync_seconds
         self._clock = clock
         self.namespace, self.name = namespace, name
         self._lock = threading.Lock()
         self._config_lock = threading.Lock()
-        self._queue = workqueue.KeyedQueue()  # node -> monotonic time of the first event
-        self._retry: dict[str, float | None] = {}  # failed patches, queued on the next tick
-        self._active = threading.Event()  # synced and leading: workers may take nodes
-        self._wake = threading.Event()
         self._last_update: dict[str, datetime] = {}
         self._degraded: set[str] = set()
         self._config_version: str | None = "unset"
         self.config: noderesource.ColocationConfig | None = None
         self.writes = 0
-        self.nodes: cache.Informer[objects.Node] = cache.Informer(
-            client,
-            cache.NODES,
-            project=objects.Node.from_api,
-            on_event=self._node_event,
-            label_selector=node_selector,
-            name="batch-nodes",
-        )
-        self.pods: cache.Informer[objects.Pod] = cache.Informer(
-            client,
-            cache.PODS,
-            project=objects.Pod.from_api,
+        self.informers_set = informers or informerset.Informers(client)
+        shared = self.informers_set
+        self.nodes: informerset.View[objects.Node] = shared.watch(
+            cache.NODES, label_selector=node_selector
+        ).view(objects.Node.from_api, on_event=self._node_event, name="batch-nodes")
+        self.pods: informerset.View[objects.Pod] = shared.watch(
+            cache.PODS, field_selector="status.phase!=Succeeded,status.phase!=Failed"
+        ).view(
+            objects.Pod.from_api,
             indexers={_BY_NODE: _pod_node},
             on_event=self._pod_event,
-            field_selector="status.phase!=Succeeded,status.phase!=Failed",
             name="batch-pods",
         )
-        self.nodemetrics: cache.Informer[slo.NodeMetric] = cache.Informer(
-            client,
-            cache.NODEMETRICS,
-            project=slo.NodeMetric.from_api,
-            on_event=self._metric_event,
-            name="batch-nodemetrics",
+        self.nodemetrics: informerset.View[slo.NodeMetric] = shared.watch(cache.NODEMETRICS).view(
+            slo.NodeMetric.from_api, on_event=self._metric_event, name="batch-nodemetrics"
         )
-        self.configmaps: cache.Informer[Mapping[str, Any]] = cache.Informer(
-            client,
+        # the same watch as the reconciler's (Informers.watch: same resource and selectors)
+        self.configmaps: informerset.View[Mapping[str, Any]] = shared.watch(
             cache.Resource("", "v1", "configmaps", True),
             namespace=namespace,
             field_selector=f"metadata.name={name}",
-            on_event=self._all_event,
-            name="batch-colocation-config",
+            name="slo-controller-config",
+        ).view(on_event=self._all_event, name="batch-colocation-config")
+        self.runtime = controller.Controller(
+            "batch-resources",
+            self._sync,
+            keys=self.nodes.keys,
+            workers=workers,
+            resync_seconds=resync_seconds,
+            synced=lambda: self.synced,
         )
 
     # -- events ------------------------------------------------------------------
 
     def _mark(self, node: str) -> None:
-        if node:
-            self._queue.add(node, time.monotonic())
+        self.runtime.add(node)
 
     def mark_all(self) -> None:
         """Queue every node behind the events (resync, config edit, new leader); these
-        syncs observe no latency: no event is waiting on them."""
-        for key in list(self.nodes.keys()):
-            self._queue.add_background(key)
-        self._wake.set()
+        syncs observe no latency: no event is waiting on them. Nodes waiting out a
+        failure backoff keep waiting."""
+        self.runtime.add_all()
 
     def _all_event(self, _kind: str, _old: object, _new: object) -> None:
         self.mark_all()
@@ -197,16 +201,15 @@ class BatchController:
         if found is not None:
             self._mark(found.name)
 
-    def informers(self) -> list[cache.Informer[Any]]:
+    def informers(self) -> list[informerset.View[Any]]:
         return [self.nodes, self.pods, self.nodemetrics, self.configmaps]
 
     def start(self) -> None:
-        for informer in self.informers():
-            informer.start()
+        """Start the informers (every one of the set: it may be this controller's own)."""
+        self.informers_set.start()
 
     def stop(self) -> None:
-        for informer in self.informers():
-            informer.stop()
+        self.informers_set.stop()
 
     @property
     def synced(self) -> bool:
@@ -231,24 +234,41 @@ class BatchController:
         text = None if obj is None else (obj.get("data") or {}).get(COLOCATION_KEY)
         if not text:
             self.config = noderesource.ColocationConfig()
+            self._metrics.config.report(CONSUMER, None)
             return
         try:
             self.config = noderesource.parse_colocation_config(text)
         except ValueError as err:
-            log.error(
-                "%s/%s: %s; the last good colocation-config stays", self.namespace, self.name, err
-            )
             self._metrics.config_errors.labels(COLOCATION_KEY).inc()
-            if self.config is None:
-                self.config = noderesource.ColocationConfig()
+            self._metrics.config.report(CONSUMER, f"{COLOCATION_KEY}: {err}")
+            if self.config is not None:
+                log.error(
+                    "%s/%s: %s: %s; the Batch controller keeps the last good one",
+                    self.namespace,
+                    self.name,
+                    COLOCATION_KEY,
+                    err,
+                )
+                return
+            log.error(
+                "%s/%s: %s: %s; no good one since start: no Batch resources are written"
+                " until it is fixed",
+                self.namespace,
+                self.name,
+                COLOCATION_KEY,
+                err,
+            )
+            self.config = noderesource.ColocationConfig()
+            return
+        self._metrics.config.report(CONSUMER, None)
 
     # -- one node ----------------------------------------------------------------
 
     def sync_node(self, name: str, since: float | None = None) -> bool:
         """Compute one node and write it when needed; True when a write succeeded.
 
-        The caller holds `name` (one worker per node); a failed patch puts the
-        node in the retry set the loop queues again on its next tick.
+        The caller holds `name` (one worker per node); a failed patch raises (the
+        runtime retries the node with backoff).
         """
         self.sync_config()
         config = self.config or noderesource.ColocationConfig()
@@ -276,9 +296,7 @@ class BatchController:
         except (rest.ApiError, rest.ApiUnavailable) as err:
             log.warning("patch node %s status (batch resources) failed: %s", name, err)
             self._metrics.write_errors.labels("node-status", "patch").inc()
-            with self._lock:
-                self._retry.setdefault(name, since)
-            return False
+            raise
         finally:
             self._metrics.writes.labels("node-status", "patch").inc()
         self._last_update[name] = now
@@ -312,72 +330,16 @@ class BatchController:
             with contextlib.suppress(KeyError):
                 self._metrics.batch_allocatable.remove(name, resource)
 
-    def _sync_held(self, name: str, since: float | None) -> bool:
-        try:
-            return self.sync_node(name, since)
-        except Exception:  # one malformed node never stops the others
-            log.exception("batch resources of node %s", name)
-            return False
-        finally:
-            self._queue.done(name)
+    def _sync(self, name: str, since: float | None) -> None:
+        self.sync_node(name, since)
 
     def drain(self) -> int:
-        """Sync every queued node once in the calling thread; returns the writes sent."""
-        written = 0
-        for _ in range(len(self._queue)):
-            item = self._queue.get(timeout=0)
-            if item is None:
-                break
-            written += self._sync_held(*item)
-        return written
-
-    def requeue_failed(self) -> None:
-        """Queue again the nodes whose patch failed since the last call."""
-        with self._lock:
-            failed, self._retry = self._retry, {}
-        for name, since in failed.items():
-            if since is None:
-                self._queue.add_background(name)
-            else:
-                self._queue.add(name, since)
+        """Sync every queued node once in the calling thread; returns the syncs run."""
+        return self.runtime.drain()
 
     # -- the loop ----------------------------------------------------------------
 
-    def _work(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            if not self._active.wait(1.0):
-                continue
-            item = self._queue.get(timeout=1.0)
-            if item is not None:
-                self._sync_held(*item)
-
     def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
         """Let `WORKERS` threads sync dirty nodes while synced and `may_act()`, mark all
-        every resync and queue failed patches again every tick, until `stop`."""
-        workers = [
-            threading.Thread(
-                target=self._work, args=(stop,), name=f"batch-resources-{i}", daemon=True
-            )
-            for i in range(self._workers)
-        ]
-        for worker in workers:
-            worker.start()
-        next_resync = time.monotonic() + self._resync
-        try:
-            while not stop.is_set():
-                self._wake.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
-                self._wake.clear()
-                if stop.is_set():
-                    return
-                if time.monotonic() >= next_resync:
-                    next_resync = time.monotonic() + self._resync
-                    self.mark_all()
-                if self.synced and may_act():
-                    self.requeue_failed()
-                    self._active.set()
-                else:
-                    self._active.clear()
-        finally:
-            self._active.clear()
-            for worker in workers:
-                worker.join(5.0)
+        every resync, retry failures with backoff, until `stop`."""
+        self.runtime.run(stop, may_act)

@@ -5,7 +5,9 @@
 
 Two replicas run; only the one holding the Lease (`kube.leaderelection`)
 reconciles. Both keep their caches warm, so a follower that takes over passes at
-once. `/healthz` answers per component (informers, config, leader election); a
+once. The three controllers (NodeSLO reconciler, Batch controller, profile
+controller) share one `kube.informerset.Informers`: each resource is watched once
+per process, and each controller runs on its own `kube.controller.Controller`. `/healthz` answers per component (informers, config, leader election); a
 follower is healthy, a replica whose caches have not synced is not.
 """
 
@@ -26,21 +28,25 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import endpoint, events, leaderelection, rest, selectors
+from kube import backoff, endpoint, events, informerset, leaderelection, rest, selectors
 from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
 log = logging.getLogger("manager")
 
 DEFAULT_ADDRESS = "0.0.0.0:10259"
-WATCHES = 12
-"""Watch connections the daemon holds open: four informers each in the reconciler,
-the Batch controller and the profile controller (tests/manager check the count)."""
+WATCHES = 9
+"""Watch connections the daemon holds open, one per resource (`kube.informerset.Informers`):
+Nodes, NodeMetrics and the ConfigMap (reconciler and Batch controller), NodeSLOs,
+Pods, and the profile controller's four (tests/manager check the count)."""
 POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
 """Connections kept to the API server: every watch, every Batch worker's patch, every
 reconciler writer, and leader election, Events and the profile controller beside
 them. A smaller pool makes urllib3 open and discard extra connections ("Connection
 pool is full", seen with 16 and with 22) under load."""
+CERTIFICATE_RETRY = backoff.Policy(initial=1.0, cap=10.0)
+"""How the webhook certificate is fetched again while the API server is unavailable
+at start: 1 s doubling to 10 s, 8 attempts (about 45 s)."""
 _ADDRESS = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d+)")
 
 
@@ -169,6 +175,8 @@ class Daemon:
         acting = client.guarded(
             lambda: self.is_leader, "this replica does not lead now; write not sent"
         )
+        # the informers only read: they use the unguarded client
+        self.informers = informerset.Informers(client)
         self.reconciler = reconcile.Reconciler(
             acting,
             self.metrics,
@@ -178,6 +186,7 @@ class Daemon:
             resync_seconds=options.resync_seconds,
             manage_nodemetrics=options.manage_nodemetrics,
             node_selector=options.node_selector,
+            informers=self.informers,
         )
         self.batch = batchresource.BatchController(
             acting,
@@ -186,6 +195,7 @@ class Daemon:
             namespace=options.config_namespace,
             name=options.config_name,
             node_selector=options.node_selector,
+            informers=self.informers,
         )
         self.webhook: probability.Server | None = None
         webhook = None
@@ -198,7 +208,7 @@ class Daemon:
                 record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
             )
         self.profiles = profilecontroller.ProfileController(
-            acting, recorder, webhook=webhook, metrics=self.metrics
+            acting, recorder, webhook=webhook, metrics=self.metrics, informers=self.informers
         )
         self._stop = threading.Event()
         self._leading = threading.Event()
@@ -227,6 +237,8 @@ class Daemon:
         self.reconciler.wake()  # a new leader passes at once
         self.batch.wake()
         self.profiles.wake()
+        for runtime in (self.reconciler.runtime, self.batch.runtime, self.profiles.runtime):
+            runtime.wake()
 
     def _stopped(self) -> None:
         self._leading.clear()
@@ -243,18 +255,17 @@ class Daemon:
     def health(self) -> dict[str, Any]:
         """The /healthz body: `ready` overall and per component."""
         components: dict[str, dict[str, Any]] = {}
-        for informer in [*self.reconciler.informers(), *self.batch.informers()]:
-            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
-            components[f"informer/{informer.name}"] = {"ready": informer.synced, "detail": detail}
-        for informer in self.profiles.informers():
-            # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
-            # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
-            detail = "synced" if informer.synced else f"not synced: {informer.last_error or ''}"
-            components[f"informer/{informer.name}"] = {"ready": True, "detail": detail}
-        problems = self.reconciler.problems
+        # not a readiness gate: a cluster without MutatingAdmissionPolicy (before
+        # Kubernetes 1.34) or the profile CRD still gets its NodeSLOs
+        gating = {id(v.shared) for v in [*self.reconciler.informers(), *self.batch.informers()]}
+        for shared in self.informers.all():
+            detail = "synced" if shared.synced else f"not synced: {shared.last_error or ''}"
+            ready = shared.synced or id(shared) not in gating
+            components[f"informer/{shared.name}"] = {"ready": ready, "detail": detail}
+        problems = self.metrics.config.problems()
         components["config"] = {
             "ready": True,  # a bad ConfigMap is reported, never a reason to restart us
-            "detail": "ok" if not problems else "; ".join(p.message for p in problems),
+            "detail": "; ".join(f"{who}: {what}" for who, what in sorted(problems.items())) or "ok",
         }
         if self.elector is None:
             lead = "leader election disabled; this replica always leads"
@@ -277,8 +288,7 @@ class Daemon:
         if self.webhook is not None:
             self.webhook.start()
             log.info("serving the probability webhook on port %d", self.webhook.port)
-        self.reconciler.start()
-        self.batch.start()
+        self.informers.start()
         batch_loop = threading.Thread(
             target=self.batch.run,
             args=(self._stop, lambda: self.is_leader),
@@ -286,7 +296,6 @@ class Daemon:
             daemon=True,
         )
         batch_loop.start()
-        self.profiles.start()
         profile_loop = threading.Thread(
             target=self.profiles.run,
             args=(self._stop, lambda: self.is_leader),
@@ -303,12 +312,9 @@ class Daemon:
         try:
             self.reconciler.run(self._stop, lambda: self.is_leader)
         finally:
-            self.reconciler.stop()
             batch_loop.join(10.0)
-            self.profiles.wake()
             profile_loop.join(10.0)
-            self.profiles.stop()
-            self.batch.stop()
+            self.reconciler.stop()  # the shared informers, and its writers
             if campaign is not None:
                 campaign.join(10.0)
             self.server.close()
@@ -318,7 +324,8 @@ class Daemon:
 
     def stop(self) -> None:
         self._stop.set()
-        self.reconciler.wake()
+        for runtime in (self.reconciler.runtime, self.batch.runtime, self.profiles.runtime):
+            runtime.wake()
 
 
 def _probability_webhook(
@@ -337,7 +344,7 @@ def _probability_webhook(
         hosts[:0] = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
         client_config = {"service": {"namespace": namespace, "name": name, "port": port}}
     workdir = Path(tempfile.mkdtemp(prefix="nodeqos-webhook-"))
-    delay = 1.0
+    retry = backoff.Backoff(CERTIFICATE_RETRY)
     for attempt in range(8):  # an API server still starting is no reason to exit at once
         try:
             certificate = probability.shared_certificate(
@@ -347,9 +354,9 @@ def _probability_webhook(
         except rest.ApiUnavailable as err:
             if attempt == 7:
                 raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
+            delay = retry.delay()
             log.warning("webhook certificate: %s; retrying in %.0f s", err, delay)
             time.sleep(delay)
-            delay = min(delay * 2, 10.0)
         except (rest.ApiError, RuntimeError) as err:
             raise StartupError([f"--webhook-addr: no serving certificate: {err}"]) from err
     return certificate, profilecontroller.Webhook(client_config, certificate.ca_pem)

@@ -4,13 +4,18 @@ Imports `kube`, `manager.colocationprofile` and `manager.probability` only.
 
 Informers on ClusterColocationProfiles, PriorityClasses and the
 MutatingAdmissionPolicies (+ bindings) labelled
-`app.kubernetes.io/managed-by: nodeqos-manager`. Any event wakes one pass
-(leader only): every profile is rendered with `colocationprofile.render` (its
+`app.kubernetes.io/managed-by: nodeqos-manager` (views of the process's shared
+informers, `kube.informerset.Informers`). Any event queues the one key `PASS` of
+its `kube.controller.Controller` (leader only): every profile is rendered with `colocationprofile.render` (its
 PriorityClass value looked up from the cache) and each rendered object is
 created, or replaced when its labels or spec differ; managed objects no profile
 renders any more are deleted. A profile that cannot be rendered keeps whatever
 policy it had, is logged, and gets a Warning Event `ColocationProfileInvalid`
-(once per resourceVersion): the loop never stops on one.
+(once per resourceVersion; the record of what was reported is pruned as
+profiles go away or change): the loop never stops on one. A pass with a failed
+write raises after the rest are sent, so the runtime retries it with backoff; an
+unavailable API server stops the pass at once and closes the runtime's outage
+gate (docs/manager.md, "The controller runtime and retries").
 
 With a `Webhook` (the manager serves `manager.probability`), profiles with a probability
 between 1% and 99% also get a webhook in the MutatingWebhookConfiguration
@@ -27,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kube import cache, events, rest
+from kube import cache, controller, events, informerset, rest
 from manager import colocationprofile, probability, telemetry
 
 log = logging.getLogger("manager.profiles")
@@ -35,6 +40,8 @@ log = logging.getLogger("manager.profiles")
 MANAGED = "app.kubernetes.io/managed-by=nodeqos-manager"
 INVALID_REASON = "ColocationProfileInvalid"
 PROFILES = cache.Resource("config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", False)
+PASS = "pass"
+"""The controller's one work-queue key: a pass covers every profile."""
 PREEMPT_DEFAULT = "PreemptLowerPriority"  # a PriorityClass without preemptionPolicy
 PRIORITY_CLASSES = cache.Resource("scheduling.k8s.io", "v1", "priorityclasses", False)
 POLICIES = cache.Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", False)
@@ -70,61 +77,71 @@ class ProfileController:
         resync_seconds: float = 300.0,
         webhook: Webhook | None = None,
         metrics: telemetry.Metrics | None = None,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
         self._webhook = webhook
         self._recorder = recorder
-        self._resync = resync_seconds
-        self._wake = threading.Event()
         self._reported: set[tuple[str, str]] = set()
         self.writes = 0
-        self.profiles: cache.Informer[Mapping[str, Any]] = cache.Informer(
-            client, PROFILES, on_event=self._poke, name="colocation-profiles"
-        )
-        self.priority_classes: cache.Informer[Mapping[str, Any]] = cache.Informer(
-            client, PRIORITY_CLASSES, on_event=self._poke
-        )
-        self.owned: dict[str, cache.Informer[Mapping[str, Any]]] = {
-            "MutatingAdmissionPolicy": cache.Informer(
-                client, POLICIES, label_selector=MANAGED, on_event=self._poke
+        self._failed = 0  # writes of the running pass that failed
+        self.informers_set = informers or informerset.Informers(client)
+        shared = self.informers_set
+        self.profiles: informerset.View[Mapping[str, Any]] = shared.watch(
+            PROFILES, name="colocation-profiles"
+        ).view(on_event=self._poke)
+        self.priority_classes: informerset.View[Mapping[str, Any]] = shared.watch(
+            PRIORITY_CLASSES
+        ).view(on_event=self._poke)
+        self.owned: dict[str, informerset.View[Mapping[str, Any]]] = {
+            "MutatingAdmissionPolicy": shared.watch(POLICIES, label_selector=MANAGED).view(
+                on_event=self._poke
             ),
-            "MutatingAdmissionPolicyBinding": cache.Informer(
-                client, BINDINGS, label_selector=MANAGED, on_event=self._poke
+            "MutatingAdmissionPolicyBinding": shared.watch(BINDINGS, label_selector=MANAGED).view(
+                on_event=self._poke
             ),
         }
         if webhook is not None:
-            self.owned["MutatingWebhookConfiguration"] = cache.Informer(
-                client, WEBHOOKS, label_selector=MANAGED, on_event=self._poke
-            )
+            self.owned["MutatingWebhookConfiguration"] = shared.watch(
+                WEBHOOKS, label_selector=MANAGED
+            ).view(on_event=self._poke)
+        self.runtime = controller.Controller(
+            "colocation-profiles",
+            self._sync,
+            keys=lambda: [PASS],
+            resync_seconds=resync_seconds,
+            synced=lambda: self.synced,
+        )
 
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
-        self._wake.set()
+        self.runtime.add(PASS)
 
-    def informers(self) -> list[cache.Informer[Any]]:
+    def informers(self) -> list[informerset.View[Any]]:
         return [self.profiles, self.priority_classes, *self.owned.values()]
 
     def start(self) -> None:
-        for informer in self.informers():
-            informer.start()
+        """Start the informers (every one of the set: it may be this controller's own)."""
+        self.informers_set.start()
 
     def stop(self) -> None:
-        for informer in self.informers():
-            informer.stop()
+        self.informers_set.stop()
 
     @property
     def synced(self) -> bool:
         return all(i.synced for i in self.informers())
 
     def wake(self) -> None:
-        self._wake.set()
+        self.runtime.add(PASS)
 
     def desired(self) -> tuple[dict[str, dict[str, Any]], set[str]]:
         """Rendered objects by "Kind/name", and the names of profiles that failed."""
         wanted: dict[str, dict[str, Any]] = {}
         failed: set[str] = set()
         drawn: list[probability.Entry] = []
-        for obj in self.profiles.items():
+        profiles = self.profiles.items()
+        self._prune_reported(profiles)
+        for obj in profiles:
             meta = obj.get("metadata") or {}
             name = str(meta.get("name", ""))
             try:
@@ -168,6 +185,19 @@ class ProfileController:
         except (colocationprofile.ProfileError, ValueError, TypeError):
             return None
 
+    @property
+    def reported(self) -> frozenset[str]:
+        """Names of the invalid profiles reported (and remembered) now."""
+        return frozenset(name for name, _version in self._reported)
+
+    def _prune_reported(self, profiles: list[Mapping[str, Any]]) -> None:
+        """Forget reports of profiles gone or changed since (bounded memory)."""
+        current = {
+            (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+            for meta in ((obj.get("metadata") or {}) for obj in profiles)
+        }
+        self._reported &= current
+
     def _report(self, obj: Mapping[str, Any], message: str) -> None:
         meta = obj.get("metadata") or {}
         key = (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
@@ -185,7 +215,9 @@ class ProfileController:
             self._recorder.event(ref, events.WARNING, INVALID_REASON, message[:1000])
 
     def reconcile(self) -> int:
-        """One pass; returns the writes it sent."""
+        """One pass; returns the writes it sent. A write finding the API server
+        unavailable ends the pass (raises rest.ApiUnavailable)."""
+        self._failed = 0
         wanted, failed = self.desired()
         before = self.writes
         resources = RESOURCES
@@ -231,26 +263,20 @@ class ProfileController:
         except (rest.ApiError, rest.ApiUnavailable) as err:
             if self._metrics is not None:
                 self._metrics.write_errors.labels(kind, verb).inc()
-            log.warning("%s of a colocation policy failed: %s (the next pass retries)", verb, err)
-            self._wake.set()
+            log.warning("%s of a colocation policy failed: %s (retried with backoff)", verb, err)
+            if isinstance(err, rest.ApiUnavailable):
+                raise  # the rest of the pass would find it unavailable too
+            self._failed += 1
+
+    def _sync(self, _key: str, _since: float | None) -> None:
+        """The runtime's sync: one pass; raises when a write failed (retried with backoff)."""
+        self.reconcile()
+        if self._failed:
+            raise controller.Failed(f"{self._failed} colocation policy writes failed")
 
     def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
-        """Pass on every wake-up and resync while `may_act()`, until `stop`."""
-        while not stop.is_set():
-            woken = self._wake.wait(self._resync)
-            if stop.is_set():
-                return
-            if woken:
-                self._wake.clear()
-                stop.wait(0.05)
-            if not self.synced or not may_act():
-                continue
-            try:
-                self.reconcile()
-            except Exception:  # the loop outlives any one bad pass
-                log.exception("colocation profile pass failed")
-                stop.wait(1.0)
-                self._wake.set()
+        """Pass on every event and resync while `may_act()`, until `stop`."""
+        self.runtime.run(stop, may_act)
 
 
 def _subset(rendered: Any, stored: Any) -> bool:

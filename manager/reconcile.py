@@ -1,12 +1,19 @@
 """The reconciler: one NodeSLO and one NodeMetric spec per Node, from the ConfigMap.
 
-The daemon (`manager.daemon`) builds a `Reconciler`, starts its informers
-(Nodes, NodeSLOs, NodeMetrics, the one ConfigMap) and calls `run` in a thread.
-Level-triggered: any relevant change (a node added, removed or relabelled, the
-ConfigMap edited, a NodeSLO edited or deleted) wakes one pass over every node,
-as does a periodic resync. A pass renders what each node should have, compares
-it with the cached object and writes only a difference, so a no-op pass writes
-nothing (`writes` counts every write).
+The daemon (`manager.daemon`) builds a `Reconciler` on the process's shared
+informers (`kube.informerset.Informers`: Nodes, NodeSLOs, NodeMetrics, the one
+ConfigMap) and calls `run` in a thread. Level-triggered: any relevant change (a
+node added, removed or relabelled, the ConfigMap edited, a NodeSLO edited or
+deleted) queues the one key `PASS` in its `kube.controller.Controller`, as does
+the resync lane. A pass renders what each node should have, compares it with
+the cached object and writes only a difference, so a no-op pass writes nothing
+(`writes` counts every write).
+
+A pass with failed writes raises, so the runtime retries it with backoff (0.5 s
+doubling to 60 s) rather than at once; a write that finds the API server
+unavailable stops the pass's remaining writes and closes the runtime's outage
+gate (one probe pass per gate delay: docs/manager.md, "The controller runtime
+and retries").
 
 Ownership (docs/manager.md): the manager owns every NodeSLO named after a node
 unless its annotation `nodeqos.io/managed-by-manager` is "false"; it adds an
@@ -26,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kube import cache, events, rest
+from kube import cache, controller, events, informerset, rest
 from manager import render, sloconfig, views
 from manager.telemetry import Metrics
 
@@ -35,6 +42,8 @@ WRITE_WORKERS = 8
 """Threads sending one pass's NodeSLO/NodeMetric writes (the daemon's pool holds them)."""
 
 CONFIG_ERROR_REASON = "SLOConfigInvalid"
+PASS = "pass"
+"""The reconciler's one work-queue key: a pass covers every node."""
 
 
 class Reconciler:
@@ -52,35 +61,37 @@ class Reconciler:
         manage_nodemetrics: bool = True,
         node_selector: str | None = None,
         write_workers: int = WRITE_WORKERS,
+        informers: informerset.Informers | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
         self._recorder = recorder
         self.namespace, self.name = namespace, name
-        self._resync = resync_seconds
         self._manage_nodemetrics = manage_nodemetrics
-        self._wake = threading.Event()
-        self.nodes: cache.Informer[views.NodeView] = cache.Informer(
-            client,
-            cache.NODES,
-            project=views.NodeView.from_api,
-            on_event=self._node_event,
-            label_selector=node_selector,
+        self.informers_set = informers or informerset.Informers(client)
+        shared = self.informers_set
+        self.nodes: informerset.View[views.NodeView] = shared.watch(
+            cache.NODES, label_selector=node_selector
+        ).view(views.NodeView.from_api, on_event=self._node_event)
+        self.nodeslos: informerset.View[views.Stored] = shared.watch(cache.NODESLOS).view(
+            views.Stored.from_api, on_event=self._poke
         )
-        self.nodeslos: cache.Informer[views.Stored] = cache.Informer(
-            client, cache.NODESLOS, project=views.Stored.from_api, on_event=self._poke
+        self.nodemetrics: informerset.View[views.Stored] = shared.watch(cache.NODEMETRICS).view(
+            views.Stored.from_api, on_event=self._spec_event
         )
-        self.nodemetrics: cache.Informer[views.Stored] = cache.Informer(
-            client, cache.NODEMETRICS, project=views.Stored.from_api, on_event=self._spec_event
+        self.configmaps: informerset.View[Mapping[str, Any]] = config_watch(
+            shared, namespace, name
+        ).view(on_event=self._poke)
+        self.runtime = controller.Controller(
+            "nodeslo-reconciler",
+            self._sync,
+            keys=lambda: [PASS],
+            resync_seconds=resync_seconds,
+            synced=lambda: self.synced,
         )
-        self.configmaps: cache.Informer[Mapping[str, Any]] = cache.Informer(
-            client,
-            cache.Resource("", "v1", "configmaps", True),
-            namespace=namespace,
-            field_selector=f"metadata.name={name}",
-            on_event=self._poke,
-            name="slo-controller-config",
-        )
+        self._unavailable: rest.ApiUnavailable | None = None  # this pass's first
+        self._failed = 0  # writes of this pass that failed
+        self._pass_lock = threading.Lock()  # the writer threads report into the two
         self.config: sloconfig.SLOConfig | None = None
         self.problems: tuple[sloconfig.Problem, ...] = ()
         self._config_version: str | None = "unset"  # the ConfigMap resourceVersion loaded
@@ -97,7 +108,7 @@ class Reconciler:
     # -- events ------------------------------------------------------------------
 
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
-        self._wake.set()
+        self.runtime.add(PASS)
 
     def _node_event(
         self, kind: str, old: views.NodeView | None, new: views.NodeView | None
@@ -105,26 +116,25 @@ class Reconciler:
         # Heartbeats change a Node every few seconds: only a new, gone, relabelled,
         # re-annotated (bandwidth) or re-created Node matters here (NodeView compares).
         if old is None or new is None or old != new:
-            self._wake.set()
+            self.runtime.add(PASS)
 
     def _spec_event(self, kind: str, old: views.Stored | None, new: views.Stored | None) -> None:
         # The agent writes NodeMetric status every report interval: spec only matters.
         if old is None or new is None or old.spec != new.spec:
-            self._wake.set()
+            self.runtime.add(PASS)
 
-    def informers(self) -> list[cache.Informer[Any]]:
-        found: list[cache.Informer[Any]] = [self.nodes, self.nodeslos, self.configmaps]
+    def informers(self) -> list[informerset.View[Any]]:
+        found: list[informerset.View[Any]] = [self.nodes, self.nodeslos, self.configmaps]
         if self._manage_nodemetrics:
             found.append(self.nodemetrics)
         return found
 
     def start(self) -> None:
-        for informer in self.informers():
-            informer.start()
+        """Start the informers (every one of the set: it may be this reconciler's own)."""
+        self.informers_set.start()
 
     def stop(self) -> None:
-        for informer in self.informers():
-            informer.stop()
+        self.informers_set.stop()
         self._writers.shutdown(wait=True, cancel_futures=True)
 
     @property
@@ -132,7 +142,7 @@ class Reconciler:
         return all(i.synced for i in self.informers())
 
     def wake(self) -> None:
-        self._wake.set()
+        self.runtime.add(PASS)
 
     # -- config ------------------------------------------------------------------
 
@@ -147,7 +157,9 @@ class Reconciler:
         loaded = sloconfig.load(data, self.config)
         self.config = loaded.config
         self.problems = loaded.problems
-        self._metrics.config_valid.set(0 if loaded.problems else 1)
+        self._metrics.config.report(
+            "reconciler", "; ".join(p.message for p in loaded.problems) or None
+        )
         for warning in loaded.warnings:
             log.warning("%s/%s: %s (ignored)", self.namespace, self.name, warning.message)
         if obj is None:
@@ -182,6 +194,7 @@ class Reconciler:
         lost) the writes not yet sent are dropped and the pass ends.
         """
         started = time.monotonic()
+        self._unavailable, self._failed = None, 0
         self.sync_config()
         config = self.config
         before = self.writes
@@ -290,7 +303,7 @@ class Reconciler:
             if pending and cancelled():
                 dropped = sum(f.cancel() for f in pending)
                 log.info("pass cancelled: %d writes not sent", dropped)
-                self._wake.set()  # whoever leads next starts over
+                self.wake()  # whoever leads next starts over
                 return
 
     def _write(self, kind: str, verb: str, call: Callable[[], object]) -> None:
@@ -298,6 +311,8 @@ class Reconciler:
         self._pending.append(self._writers.submit(self._send, kind, verb, call))
 
     def _send(self, kind: str, verb: str, call: Callable[[], object]) -> None:
+        if self._unavailable is not None:
+            return  # the server did not answer this pass: the rest wait for the gate
         try:
             call()
         except rest.ApiError as err:
@@ -306,33 +321,40 @@ class Reconciler:
             else:
                 log.warning("%s %s failed: %s", verb, kind, err)
             self._metrics.write_errors.labels(kind, verb).inc()
-            self._wake.set()
+            with self._pass_lock:
+                self._failed += 1
         except rest.ApiUnavailable as err:
             log.warning("%s %s: API server unavailable: %s", verb, kind, err)
             self._metrics.write_errors.labels(kind, verb).inc()
-            self._wake.set()
+            with self._pass_lock:
+                self._unavailable = self._unavailable or err
         finally:  # counted once answered, so the metric says what the API server saw
             self._metrics.writes.labels(kind, verb).inc()
 
     # -- the loop ----------------------------------------------------------------
 
+    def _sync(self, _key: str, _since: float | None) -> None:
+        """The runtime's sync: one pass; raises when a write failed (retried with backoff)."""
+        self.reconcile(self.runtime.cancelled)
+        if self._unavailable is not None:
+            raise self._unavailable
+        if self._failed:
+            raise controller.Failed(f"{self._failed} writes failed")
+
     def run(self, stop: threading.Event, may_act: Callable[[], bool]) -> None:
-        """Pass on every wake-up and every resync while `may_act()`, until `stop`."""
-        while not stop.is_set():
-            woken = self._wake.wait(self._resync)
-            if stop.is_set():
-                return
-            if woken:
-                self._wake.clear()
-                stop.wait(0.05)  # let a burst of events (a relist) land in one pass
-            if not self.synced or not may_act():
-                continue
-            try:
-                self.reconcile(lambda: stop.is_set() or not may_act())
-            except Exception:  # the loop outlives any one bad pass
-                log.exception("reconcile pass failed")
-                stop.wait(1.0)
-                self._wake.set()
+        """Pass on every event and every resync while `may_act()`, until `stop`."""
+        self.runtime.run(stop, may_act)
+
+
+def config_watch(informers: informerset.Informers, namespace: str, name: str) -> informerset.Shared:
+    """The one watch of the slo-controller-config ConfigMap (the reconciler's and the
+    Batch controller's)."""
+    return informers.watch(
+        cache.Resource("", "v1", "configmaps", True),
+        namespace=namespace,
+        field_selector=f"metadata.name={name}",
+        name="slo-controller-config",
+    )
 
 
 def _choice(config: sloconfig.SLOConfig, labels: Mapping[str, str]) -> tuple[int, ...]:

@@ -6,6 +6,7 @@ Nothing registers at import time; tests read them with
 
 from __future__ import annotations
 
+import threading
 from importlib import metadata
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -17,6 +18,31 @@ def version() -> str:
         return metadata.version("nodeqos")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+class ConfigValidity:
+    """Whether each consumer of the slo-controller-config ConfigMap took its last
+    version; `config_valid` is 1 only while all did (the reconciler loads every key,
+    the Batch controller parses `colocation-config` again, more strictly)."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self._gauge = gauge
+        self._lock = threading.Lock()
+        self._refused: dict[str, str] = {}
+
+    def report(self, consumer: str, problem: str | None) -> None:
+        """`consumer` took the ConfigMap (`problem` None) or refused part of it."""
+        with self._lock:
+            if problem is None:
+                self._refused.pop(consumer, None)
+            else:
+                self._refused[consumer] = problem
+            self._gauge.set(0 if self._refused else 1)
+
+    def problems(self) -> dict[str, str]:
+        """What each consumer refused, by consumer."""
+        with self._lock:
+            return dict(self._refused)
 
 
 class Metrics:
@@ -44,9 +70,11 @@ class Metrics:
         )
         self.config_valid = Gauge(
             "nodeqos_manager_config_valid",
-            "1 when the last ConfigMap version loaded without problems.",
+            "1 when every consumer of the ConfigMap (the reconciler, the Batch controller)"
+            " took its last version without problems.",
             registry=registry,
         )
+        self.config = ConfigValidity(self.config_valid)
         self.writes = Counter(
             "nodeqos_manager_writes",
             "Writes to the API server, by object kind and verb (0 in a steady state).",

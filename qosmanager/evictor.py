@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kube import events, eviction, rest
+from kube import backoff, events, eviction, rest
 from qosmanager import metrics as qmetrics
 from qosmanager import states as qstates
 
@@ -149,6 +149,12 @@ class Evictor:
         self._evicted: dict[str, float] = {}  # pod uid -> dedupe expiry
         self._in_flight: set[str] = set()  # pod uids with an API call under way
         self._backoff: dict[str, _Backoff] = {}  # pod uid -> next attempt
+        self._delays = backoff.ItemExponential(  # pod uid -> refusals in a row
+            backoff.Policy(
+                initial=config.pdb_backoff_seconds,
+                cap=max(config.pdb_backoff_seconds, config.max_backoff_seconds),
+            )
+        )
 
     def evict(self, pod: qstates.PodMeta, reason: str, message: str) -> Decision:
         """Evict `pod` for strategy `reason` (e.g. "BEMemoryEvict"), explaining `message`."""
@@ -192,17 +198,16 @@ class Evictor:
         horizon = now - self.config.max_backoff_seconds
         for uid in [u for u, b in self._backoff.items() if b.until <= horizon]:
             del self._backoff[uid]
+            self._delays.forget(uid)
 
     def _settle(self, pod: qstates.PodMeta, decision: Decision) -> None:
         now = self._clock()
         if decision.gone:
             self._evicted[pod.uid] = now + self.config.dedupe_seconds
             self._backoff.pop(pod.uid, None)
+            self._delays.forget(pod.uid)
         elif decision in (Decision.PDB_BLOCKED, Decision.FAILED):
-            previous = self._backoff.get(pod.uid)
-            delay = self.config.pdb_backoff_seconds
-            if previous is not None:
-                delay = min(previous.delay * 2, self.config.max_backoff_seconds)
+            delay = self._delays.when(pod.uid)
             self._backoff[pod.uid] = _Backoff(now + delay, delay)
 
     def backoff_remaining(self, uid: str) -> float:

@@ -41,7 +41,7 @@ from typing import Protocol, runtime_checkable
 import click
 
 import metriccache
-from kube import rest
+from kube import backoff, rest
 from qosmanager import features
 from qosmanager import metrics as qmetrics
 from qosmanager import states as qstates
@@ -216,7 +216,8 @@ def register_qos_ext_plugin(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Backoff:
-    """Restart delays of a crashing plugin: initial, doubling, capped; reset after a long run."""
+    """Restart delays of a crashing plugin: initial, doubling, capped; reset after a long run
+    (the delays themselves are `kube.backoff`'s)."""
 
     initial: float = 1.0
     factor: float = 2.0
@@ -355,7 +356,13 @@ class Manager:
 
     def _run_plugin(self, entry: Registration, stop: threading.Event) -> None:
         component = f"{COMPONENT}/{entry.name}"
-        delay = self._backoff.initial
+        retry = backoff.Backoff(
+            backoff.Policy(
+                initial=self._backoff.initial,
+                cap=max(self._backoff.initial, self._backoff.maximum),
+                factor=self._backoff.factor,
+            )
+        )
         while not stop.is_set():
             self._health.set(component, True, "running")
             started = self._clock()
@@ -364,12 +371,12 @@ class Manager:
             except Exception as err:
                 self._metrics.plugin_errors.labels(entry.name, "run").inc()
                 if self._clock() - started >= self._backoff.reset_after:
-                    delay = self._backoff.initial
+                    retry.reset()
+                delay = retry.delay()
                 log.exception("QoS plugin %s failed; restarting in %gs", entry.name, delay)
                 self._health.set(component, False, f"failed: {err!r}; restarting in {delay:g}s")
                 if stop.wait(delay):
                     break
-                delay = min(delay * self._backoff.factor, self._backoff.maximum)
                 continue
             if not stop.is_set():
                 log.info("QoS plugin %s finished", entry.name)

@@ -62,6 +62,7 @@ class Proxy:
         self._dropping = False
         self._closed = threading.Event()
         self.accepted = 0
+        self.connects = 0  # every connection a client opened, forwarded or not (outage tests)
         self.refused = 0  # over max_connections
         self.dropped_bytes = 0
         self._accept = threading.Thread(target=self._serve, name="tcpproxy-accept", daemon=True)
@@ -132,6 +133,7 @@ class Proxy:
             except OSError:
                 return  # closed
             with self._lock:
+                self.connects += 1
                 full = len(self._connections) >= self.max_connections
                 dropping = self._dropping
             if full:

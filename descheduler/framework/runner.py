@@ -43,7 +43,7 @@ from descheduler.framework.registry import Registry
 from descheduler.framework.report import CycleReport, Note, PluginFailure
 from descheduler.framework.snapshot import Snapshot
 from descheduler.framework.sources import ClusterSource, SourceNotReady
-from kube import cache, events, rest, selectors
+from kube import backoff, events, rest, selectors
 
 log = logging.getLogger("descheduler.runner")
 
@@ -89,8 +89,10 @@ class Runner:
         self._node_selector = node_selector
         self._timer = timer
         # how a controller that raised is restarted (tests shorten it)
-        self.controller_backoff: Callable[[], cache.Backoff] = lambda: cache.Backoff(
-            initial=CONTROLLER_RESTART_INITIAL, cap=CONTROLLER_RESTART_CAP
+        self.controller_backoff: Callable[[], backoff.Backoff] = lambda: backoff.Backoff(
+            backoff.Policy(
+                initial=CONTROLLER_RESTART_INITIAL, cap=CONTROLLER_RESTART_CAP, jitter=0.5
+            )
         )
         metrics.dry_run.set(1 if core.dry_run else 0)
 
@@ -299,10 +301,10 @@ class Runner:
         """Run a controller for the term; one that raises starts again after a backoff.
 
         The delay doubles from `controller_backoff`'s initial one up to its cap,
-        jittered (kube.cache.Backoff, the reflector's), and starts over once a run
+        jittered (`kube.backoff`, the reflector's policy), and starts over once a run
         lasted longer than the cap. A controller that returns is done.
         """
-        backoff = self.controller_backoff()
+        retry = self.controller_backoff()
         while not stop.is_set():
             began = time.monotonic()
             try:
@@ -311,9 +313,9 @@ class Runner:
             except Exception:  # isolated like any plugin call
                 log.exception("controller %s (profile %s) failed", name, profile)
                 self._metrics.plugin_errors.labels(name, profile).inc()
-            if time.monotonic() - began > backoff.cap:
-                backoff.reset()
-            delay = backoff.delay()
+            if time.monotonic() - began > retry.cap:
+                retry.reset()
+            delay = retry.delay()
             if stop.is_set():
                 return
             log.info("restarting controller %s (profile %s) in %.1fs", name, profile, delay)

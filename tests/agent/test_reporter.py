@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent import health, nodemetric, reporter
-from kube import cache, classify, rest, slo
+from kube import backoff, classify, rest, slo
 from metriccache import MetricCache, Sample, kinds
 from tests.agent.builders import T0, FakeClock
 
@@ -148,7 +148,9 @@ class Harness:
             metrics=reporter.ReporterMetrics(self.registry),
             ready=self.readiness.register("reporter", "no report yet"),
             clock=self.clock,
-            backoff=cache.Backoff(initial=1.0, cap=8.0, rand=lambda: 1.0),
+            backoff=backoff.Backoff(
+                backoff.Policy(initial=1.0, cap=8.0, jitter=0.5), rand=lambda: 1.0
+            ),
             limiter=self.limiter,
         )
 

@@ -11,7 +11,7 @@ import pytest
 from descheduler import framework
 from descheduler.config import PluginArgs
 from descheduler.framework import Handle, Reason, Snapshot
-from kube import cache, objects
+from kube import backoff, objects
 from tests import builders
 from tests.descheduler import fakes
 
@@ -263,12 +263,14 @@ def test_a_controller_that_raises_is_restarted_with_backoff(
     h = fakes.harness(fakes.policy(balance=["Flaky"]), registry, two_nodes())
     delays: list[float] = []
 
-    class Recorded(cache.Backoff):
+    class Recorded(backoff.Backoff):
         def delay(self) -> float:
             delays.append(super().delay())
             return delays[-1]
 
-    h.runner.controller_backoff = lambda: Recorded(initial=0.01, cap=0.02, rand=lambda: 1.0)
+    h.runner.controller_backoff = lambda: Recorded(
+        backoff.Policy(initial=0.01, cap=0.02, jitter=0.5), rand=lambda: 1.0
+    )
     stop = threading.Event()
     with caplog.at_level(logging.INFO, logger="descheduler.runner"):
         (thread,) = h.runner.start_controllers(stop)

@@ -85,15 +85,21 @@ def test_webhook_flag_problems_are_listed() -> None:
 
 
 def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
-    """POOL_SIZE covers the daemon's informers (one watch each) plus every writer thread."""
+    """POOL_SIZE covers the daemon's informers (one watch each) plus every writer thread;
+    the three controllers' views share one informer per resource."""
     config = kubernetes.client.Configuration()
     config.host = "https://127.0.0.1:1"  # never dialled: nothing is started
     client = rest.Rest(kubernetes.client.ApiClient(config))
     built = daemon.build(daemon.Options(leader_elect=False), CollectorRegistry(), client=client)
-    watches = [
+    views = [
         *built.reconciler.informers(),
         *built.batch.informers(),
         *built.profiles.informers(),
     ]
+    watches = built.informers.all()
     assert len(watches) == daemon.WATCHES
+    assert {id(view.shared) for view in views} == {id(shared) for shared in watches}
+    names = sorted(shared.name for shared in watches)
+    assert names.count("nodes") == 1 and names.count("slo-controller-config") == 1
+    assert names.count("nodemetrics") == 1
     assert daemon.POOL_SIZE > daemon.WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS

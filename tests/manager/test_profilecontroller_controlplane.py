@@ -21,7 +21,8 @@ pytestmark = pytest.mark.controlplane
 
 def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
     """Create a profile: policy + binding appear and a matching pod gets batch resources;
-    a broken profile gets an Event; delete the profile: both go."""
+    a broken profile gets an Event, and is forgotten once deleted; delete the profile:
+    both go."""
     suffix = uuid.uuid4().hex[:8]
     namespace = f"pctl-{suffix}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"pctl": suffix}}})
@@ -92,6 +93,9 @@ def test_profile_lifecycle_drives_the_policy(kube: rest.Rest) -> None:
             lambda: kube.get("/api/v1/events", fieldSelector=selector)["items"],
             "the invalid-profile Event",
         )
+        assert broken in controller.reported
+        kube.delete(f"{PROFILES}/{broken}")  # its report is forgotten (bounded memory)
+        eventually(lambda: broken not in controller.reported, "the broken profile forgotten")
         kube.delete(f"{PROFILES}/{name}")
         eventually(lambda: not _exists(kube, f"{MAP}/{policy}"), "the policy deleted")
         eventually(lambda: not _exists(kube, f"{MAPB}/{policy}"), "the binding deleted")

@@ -41,7 +41,7 @@ from descheduler.plugins.migrationcontroller.jobs import ConditionType, JobReaso
 from descheduler.plugins.migrationcontroller.limits import Caps, Migration, ObjectLimiters, Tally
 from descheduler.plugins.migrationcontroller.state import Caches
 from descheduler.plugins.migrationcontroller.writes import Writer
-from kube import events, eviction, migration, rest
+from kube import backoff, events, eviction, migration, rest
 from kube.migration import Condition, PodMigrationJob
 
 log = logging.getLogger("descheduler.migrationcontroller")
@@ -84,6 +84,9 @@ class Controller:
         self._lock = lock  # guards limiters and facts (the filter reads them too)
         self.facts: dict[str, Migration] = {}  # job name -> its pod, once seen
         self._retry_at: dict[str, tuple[datetime, timedelta]] = {}
+        self._retries = backoff.ItemExponential(  # job name -> failed evictions in a row
+            backoff.Policy(initial=RETRY_FIRST.total_seconds(), cap=RETRY_MAX.total_seconds())
+        )
         self._waiting: dict[str, str] = {}  # job name -> last logged wait reason
         self._scavenged_at: datetime | None = None
         self.passes = 0  # reconcile passes so far (observable in tests and logs)
@@ -202,18 +205,18 @@ class Controller:
         _, reason = jobs.eviction_trigger_and_reason(job)
         if result.ok:
             self._retry_at.pop(job.metadata.name, None)
+            self._retries.forget(job.metadata.name)
             message = f'Pod "{key}" evicted from node "{pod.node_name}" by the reason "{reason}"'
             self._set_condition(job, now, JobReason.EVICTING, message, events.NORMAL)
             return self.resync
         if result.outcome in _GONE:
             self._finish(job, JobReason.MISSING_POD, f'Abort job caused by missing Pod "{key}"')
             return self.resync
-        _, backoff = retry or (now, RETRY_FIRST / 2)
-        backoff = min(RETRY_MAX, backoff * 2)
-        self._retry_at[job.metadata.name] = (now + backoff, backoff)
+        delay = timedelta(seconds=self._retries.when(job.metadata.name))
+        self._retry_at[job.metadata.name] = (now + delay, delay)
         message = f'Failed evict Pod "{key}" caused by {result.outcome.value}: {result.message}'
         self._set_condition(job, now, JobReason.FAILED_EVICT, message, events.WARNING)
-        return backoff.total_seconds()
+        return delay.total_seconds()
 
     def _set_condition(
         self, job: PodMigrationJob, now: datetime, reason: JobReason, message: str, kind: str
@@ -348,4 +351,5 @@ class Controller:
             for table in (self.facts, self._retry_at, self._waiting):
                 for name in [n for n in table if n not in alive]:
                     del table[name]
+            self._retries.keep_only(alive)
             self._limiters.prune(now)
