@@ -168,7 +168,15 @@ class Daemon:
         self.options = options
         self.registry = registry
         self.metrics = Metrics(registry)
-        recorder = events.Recorder(client, "nodeqos-manager", socket.gethostname())
+        # Events are correlated and written off the controllers' threads, through a
+        # bounded queue (a full one drops and counts), as the other daemons do.
+        self.recorder = recorder = events.Broadcaster(
+            client,
+            "nodeqos-manager",
+            socket.gethostname(),
+            registry=registry,
+            dropped_metric="nodeqos_manager_events_dropped_total",
+        )
         # The controllers write through a client that refuses to send while this
         # replica does not lead: a write queued before the renew deadline is not
         # sent after it (their own may_act checks come earlier, at a pass's start).
@@ -320,6 +328,7 @@ class Daemon:
             self.server.close()
             if self.webhook is not None:
                 self.webhook.stop()
+            self.recorder.close()  # the last Events, bounded
         return 0
 
     def stop(self) -> None:
