@@ -27,6 +27,7 @@ from descheduler import config, evictions, features, framework
 from descheduler.app import health, leader, server, simulate, telemetry
 from descheduler.app.notices import config_warnings
 from kube import events, rest
+from kube import telemetry as kube_telemetry
 
 log = logging.getLogger("descheduler")
 
@@ -117,7 +118,7 @@ def build(
     )
     log.info(
         "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",
-        telemetry.version(),
+        kube_telemetry.version(),
         me,
         ", ".join(p.name for p in cfg.profiles) or "none",
         "on" if cfg.dry_run else "off",
