@@ -336,16 +336,7 @@ def installed(
     started = time.monotonic()
     try:
         kube.patch(f"/api/v1/nodes/{SMALL}", {"metadata": {"labels": {SMALL_LABEL: "small"}}})
-        with localcluster.deployed(
-            kube,
-            plane,
-            manifests(image, state_dir),
-            namespace=SYSTEM_NAMESPACE,
-            nodes=NODES,
-            nodemetric_spec=placementloop.NODEMETRIC_SPEC,
-            crds=placementloop.DEPLOY / "crds",
-            stall_timeout=placementloop.STALL_TIMEOUT_S,
-        ):
+        with placementloop.deployed(kube, plane, manifests(image, state_dir)):
             try:
                 _add_profile(kube)
                 say(

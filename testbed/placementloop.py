@@ -50,7 +50,7 @@ import contextlib
 import copy
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,22 +197,30 @@ def scheduler_config(extender_ip: str) -> dict[str, Any]:
 STALL_TIMEOUT_S = 120.0
 
 
+def deployed(
+    kube: rest.Rest, plane: controlplane.ControlPlane, docs: Sequence[Mapping[str, Any]]
+) -> contextlib.AbstractContextManager[None]:
+    """`localcluster.deployed` on this scenario's nodes: nodeqos-system, the NodeMetric
+    spec above, deploy/crds (the colocation loop installs through it too)."""
+    return localcluster.deployed(
+        kube,
+        plane,
+        docs,
+        namespace=SYSTEM_NAMESPACE,
+        nodes=NODES,
+        nodemetric_spec=NODEMETRIC_SPEC,
+        crds=DEPLOY / "crds",
+        stall_timeout=STALL_TIMEOUT_S,
+    )
+
+
 @contextlib.contextmanager
 def installed(
     kube: rest.Rest, plane: controlplane.ControlPlane, image: str, state_dir: Path, say: Say
 ) -> Iterator[str]:
     """deploy/ with the overlay, agents Ready everywhere; yields a Ready extender replica's
     pod IP. Everything is removed (and kube-scheduler back to its defaults) on exit."""
-    with localcluster.deployed(
-        kube,
-        plane,
-        manifests(image, state_dir),
-        namespace=SYSTEM_NAMESPACE,
-        nodes=NODES,
-        nodemetric_spec=NODEMETRIC_SPEC,
-        crds=DEPLOY / "crds",
-        stall_timeout=STALL_TIMEOUT_S,
-    ):
+    with deployed(kube, plane, manifests(image, state_dir)):
         say(
             "applied deploy/ with the overlay: agents --node-usage-source=kubepods, "
             f"descheduler every 10s (LowNodeLoad cpu low {LOW_CPU}% / high {HIGH_CPU}%), "
