@@ -53,7 +53,7 @@ class AgentMetrics:
         self.rounds = Counter(
             "nodeqos_agent_collect_rounds", "Collection rounds run.", registry=registry
         )
-        telemetry.build_info(registry, "agent", build_version=build_version)
+        telemetry.build_info(registry, "nodeqos_agent_build_info", build_version=build_version)
 
     def errors(self, collector: str, reason: Reason, /) -> None:
         """Count one lost sample set (the collectors' ErrorSink)."""

@@ -1,9 +1,11 @@
 """The metrics every nodeqos daemon carries: its build and, where it elects a leader, leadership.
 
 The agent, the descheduler and the manager each call `build_info(registry,
-"<daemon>")` on the registry their `main` builds (nothing registers at import
-time); the two cluster daemons that elect a leader add `leader(registry,
-"<daemon>")`. `version()` is the one place the running version is read.
+"nodeqos_<daemon>_build_info")` on the registry their `main` builds (nothing
+registers at import time); the two cluster daemons that elect a leader add
+`leader(registry, "nodeqos_<daemon>_leader")`. The callers spell the whole name,
+so that a search for a metric finds where it is declared. `version()` is the one
+place the running version is read.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ def version() -> str:
 
 
 def build_info(
-    registry: CollectorRegistry, daemon: str, *, build_version: str | None = None
+    registry: CollectorRegistry, name: str, *, build_version: str | None = None
 ) -> Gauge:
-    """`nodeqos_<daemon>_build_info{version}`, set to 1 for this build."""
+    """The gauge `name{version}` (`nodeqos_<daemon>_build_info`), set to 1 for this build."""
     gauge = Gauge(
-        f"nodeqos_{daemon}_build_info",
+        name,
         "Always 1; the version label says which nodeqos build runs.",
         ["version"],
         registry=registry,
@@ -35,10 +37,11 @@ def build_info(
     return gauge
 
 
-def leader(registry: CollectorRegistry, daemon: str) -> Gauge:
-    """`nodeqos_<daemon>_leader`: 1 while this replica leads (or leader election is off)."""
+def leader(registry: CollectorRegistry, name: str) -> Gauge:
+    """The gauge `name` (`nodeqos_<daemon>_leader`): 1 while this replica leads (or leader
+    election is off)."""
     return Gauge(
-        f"nodeqos_{daemon}_leader",
+        name,
         "1 while this replica holds the leader lease (or leader election is off).",
         registry=registry,
     )

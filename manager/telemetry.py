@@ -15,8 +15,8 @@ class Metrics:
     """Every `nodeqos_manager_*` metric."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.build_info = telemetry.build_info(registry, "manager")
-        self.leader = telemetry.leader(registry, "manager")
+        self.build_info = telemetry.build_info(registry, "nodeqos_manager_build_info")
+        self.leader = telemetry.leader(registry, "nodeqos_manager_leader")
         self.config_errors = Counter(
             "nodeqos_manager_config_errors",
             "Problems found in the slo-controller-config ConfigMap, by key (the key keeps"

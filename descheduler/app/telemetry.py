@@ -15,5 +15,5 @@ class AppMetrics:
     """`nodeqos_descheduler_build_info{version}` and `nodeqos_descheduler_leader`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.build_info = telemetry.build_info(registry, "descheduler")
-        self.leader = telemetry.leader(registry, "descheduler")
+        self.build_info = telemetry.build_info(registry, "nodeqos_descheduler_build_info")
+        self.leader = telemetry.leader(registry, "nodeqos_descheduler_leader")
