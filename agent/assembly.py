@@ -129,18 +129,7 @@ def assemble(
     procfs = cgroups.ProcFS(config.proc_root)
     if readiness is None:
         readiness = health.Readiness()
-    cache_ready = readiness.register("metriccache", "opening")
-    try:
-        cache = MetricCache.open(
-            config.metric_cache_path,
-            kinds=agent_kinds.registry(),
-            clock=clock.time,
-            flush_interval=flush_interval,
-            max_sample_rate_hz=max(1.25, _RATE_HEADROOM / config.collect_interval),
-        )
-    except MetricCacheError as err:
-        raise ConfigError("--metric-cache-path", str(err)) from err
-    cache_ready.set(True, f"open at {config.metric_cache_path}")
+    cache = _open_cache(config, clock, readiness, flush_interval=flush_interval)
     metrics = telemetry.AgentMetrics(registry)
     registry.register(
         telemetry.NodeUsageCollector(cache, clock, max_age=max(5.0, 3 * config.collect_interval))
@@ -168,6 +157,29 @@ def assemble(
         config.metric_cache_path,
     )
     return Agent(fs, cache, reader, source, collection, metrics, readiness)
+
+
+def _open_cache(
+    config: AgentConfig,
+    clock: Clock,
+    readiness: health.Readiness,
+    *,
+    flush_interval: float | None,
+) -> MetricCache:
+    """The metric cache at --metric-cache-path, its readiness on `/healthz`."""
+    cache_ready = readiness.register("metriccache", "opening")
+    try:
+        cache = MetricCache.open(
+            config.metric_cache_path,
+            kinds=agent_kinds.registry(),
+            clock=clock.time,
+            flush_interval=flush_interval,
+            max_sample_rate_hz=max(1.25, _RATE_HEADROOM / config.collect_interval),
+        )
+    except MetricCacheError as err:
+        raise ConfigError("--metric-cache-path", str(err)) from err
+    cache_ready.set(True, f"open at {config.metric_cache_path}")
+    return cache
 
 
 def serve(

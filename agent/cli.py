@@ -25,7 +25,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -313,35 +313,19 @@ def _run_agent(
     print_nodemetric: bool,
     verbose: bool,
     qos_extension_plugins: dict[str, bool],
-    prediction_cold_start_duration: float,
-    prediction_safety_margin_percent: int,
-    prediction_cpu_histogram_decay_halflife: float,
-    prediction_memory_histogram_decay_halflife: float,
-    prediction_training_interval: float,
-    prediction_model_checkpoint_interval: float,
+    **prediction: float,
 ) -> None:
-    """Validate the flags into an `AgentConfig` and run the agent (see `_HELP`)."""
+    """Validate the flags into an `AgentConfig` and run the agent (see `_HELP`).
+
+    `prediction` holds the --prediction-* flags (`_prediction_params`).
+    """
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    addr = None
-    if metrics_addr.strip():
-        try:
-            addr = config.parse_listen_address(metrics_addr)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint="--metrics-addr") from None
-    try:
-        extension_gates = plugins.extension_gates(qos_extension_plugins)
-    except ValueError as err:  # an unknown or broken name; the message lists the known ones
-        hint = (
-            f" (an out-of-tree QoS plugin must be installed next to nodeqos-agent, its package"
-            f' declaring an entry point in group "{qosmanager.QOS_PLUGIN_GROUP}")'
-            if "unknown feature gate" in str(err)
-            else ""
-        )
-        raise click.BadParameter(f"{err}{hint}", param_hint="--qos-extension-plugins") from None
+    addr = _listen_address(metrics_addr)
+    extension_gates = _extension_gates(plugins, qos_extension_plugins)
     cfg = config.AgentConfig(
         node_name=node_name,
         cgroup_root=cgroup_root,
@@ -357,14 +341,7 @@ def _run_agent(
         standalone=standalone_mode,
         run_for=run_for,
         print_nodemetric=print_nodemetric,
-        prediction=predictor.PredictorConfig(
-            cold_start=prediction_cold_start_duration,
-            safety_margin_percent=prediction_safety_margin_percent,
-            cpu_half_life=prediction_cpu_histogram_decay_halflife,
-            memory_half_life=prediction_memory_histogram_decay_halflife,
-            training_interval=prediction_training_interval,
-            checkpoint_interval=prediction_model_checkpoint_interval,
-        ),
+        prediction=_prediction_config(prediction),
     )
     log.info(
         "nodeqos-agent %s on node %s; feature gates %s; QoS extension plugins %s",
@@ -374,6 +351,54 @@ def _run_agent(
         extension_gates.as_dict(),
     )
     _raise_open_file_limit()
+    _run_until_signalled(cfg, plugins, extension_gates, clock)
+
+
+def _listen_address(metrics_addr: str) -> config.ListenAddress | None:
+    """--metrics-addr parsed; None when it is blank (serve nothing)."""
+    if not metrics_addr.strip():
+        return None
+    try:
+        return config.parse_listen_address(metrics_addr)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--metrics-addr") from None
+
+
+def _extension_gates(
+    plugins: qosmanager.PluginRegistry, flags: dict[str, bool]
+) -> qfeatures.FeatureGates:
+    """--qos-extension-plugins over the registry; an unknown name says how to install one."""
+    try:
+        return plugins.extension_gates(flags)
+    except ValueError as err:  # an unknown or broken name; the message lists the known ones
+        hint = (
+            f" (an out-of-tree QoS plugin must be installed next to nodeqos-agent, its package"
+            f' declaring an entry point in group "{qosmanager.QOS_PLUGIN_GROUP}")'
+            if "unknown feature gate" in str(err)
+            else ""
+        )
+        raise click.BadParameter(f"{err}{hint}", param_hint="--qos-extension-plugins") from None
+
+
+def _prediction_config(flags: Mapping[str, float]) -> predictor.PredictorConfig:
+    """The --prediction-* flags as the peak predictor's config."""
+    return predictor.PredictorConfig(
+        cold_start=flags["prediction_cold_start_duration"],
+        safety_margin_percent=int(flags["prediction_safety_margin_percent"]),
+        cpu_half_life=flags["prediction_cpu_histogram_decay_halflife"],
+        memory_half_life=flags["prediction_memory_histogram_decay_halflife"],
+        training_interval=flags["prediction_training_interval"],
+        checkpoint_interval=flags["prediction_model_checkpoint_interval"],
+    )
+
+
+def _run_until_signalled(
+    cfg: config.AgentConfig,
+    plugins: qosmanager.PluginRegistry,
+    extension_gates: qfeatures.FeatureGates,
+    clock: schedule.Clock | None,
+) -> None:
+    """Run standalone or in the cluster until SIGTERM or SIGINT (or --run-for) stops it."""
     stop = threading.Event()
     previous = {
         signum: signal.signal(signum, lambda _sig, _frame: stop.set())
@@ -381,7 +406,7 @@ def _run_agent(
     }
     registry = CollectorRegistry()
     try:
-        if standalone_mode:  # collection only: no QoS plugin runs
+        if cfg.standalone:  # collection only: no QoS plugin runs
             standalone.run(cfg, registry, stop=stop, out=sys.stdout, clock=clock)
         else:
             cluster.run(

@@ -146,32 +146,13 @@ def run(
     server: MetricsServer | None = None
     manager: qosmanager.Manager | None = None
     threads: list[threading.Thread] = []
-    peaks = predictor.PeakPredictor(config.prediction, agent.cache)
-    restored = peaks.restore(clock.time())
-    log.info("peak predictor: %d histogram pair(s) restored from the metric cache", restored)
-    training = predictor.PredictionLoop(
-        peaks, agent.cache, lambda: pod_classes(states), clock.time, clock.monotonic
-    )
-    registry.register(
-        telemetry.PredictionCollector(lambda: prod_prediction(peaks, states, clock.time()))
-    )
+    peaks, training = _peak_predictor(config, agent.cache, states, registry, clock)
     try:
         server = assembly.serve(config, registry, readiness)
         states.start()
-        publisher = reporter.Reporter(
-            client,
-            config.node_name,
-            agent.cache,
-            pods=source.pod_metas,
-            informer=states,
-            metrics=reporter.ReporterMetrics(registry),
-            ready=readiness.register("reporter", "no report yet"),
-            clock=clock,
-            prediction=lambda: prod_prediction(peaks, states, clock.time()),
-        )
         threads.append(
-            threading.Thread(
-                target=publisher.run, args=(stop,), name="nodemetric-reporter", daemon=True
+            _reporter_thread(
+                client, config, agent.cache, source, states, registry, readiness, peaks, clock, stop
             )
         )
         manager = qos_manager(
@@ -195,6 +176,57 @@ def run(
         recorder.close()
         _save_predictions(peaks, clock.time())
         agent.close()
+
+
+def _reporter_thread(
+    client: rest.Rest,
+    config: AgentConfig,
+    cache: MetricCache,
+    source: discovery.ClusterDiscovery,
+    states: agent_states.States,
+    registry: CollectorRegistry,
+    readiness: health.Readiness,
+    peaks: predictor.PeakPredictor,
+    clock: Clock,
+    stop: threading.Event,
+) -> threading.Thread:
+    """The NodeMetric reporter on a thread of its own (not started), ready for `/healthz`
+    once it has reported."""
+    publisher = reporter.Reporter(
+        client,
+        config.node_name,
+        cache,
+        pods=source.pod_metas,
+        informer=states,
+        metrics=reporter.ReporterMetrics(registry),
+        ready=readiness.register("reporter", "no report yet"),
+        clock=clock,
+        prediction=lambda: prod_prediction(peaks, states, clock.time()),
+    )
+    return threading.Thread(
+        target=publisher.run, args=(stop,), name="nodemetric-reporter", daemon=True
+    )
+
+
+def _peak_predictor(
+    config: AgentConfig,
+    cache: MetricCache,
+    states: agent_states.States,
+    registry: CollectorRegistry,
+    clock: Clock,
+) -> tuple[predictor.PeakPredictor, predictor.PredictionLoop]:
+    """The peak predictor, its histograms restored from the metric cache, its training
+    loop (run after each collection round) and its gauges on `registry`."""
+    peaks = predictor.PeakPredictor(config.prediction, cache)
+    restored = peaks.restore(clock.time())
+    log.info("peak predictor: %d histogram pair(s) restored from the metric cache", restored)
+    training = predictor.PredictionLoop(
+        peaks, cache, lambda: pod_classes(states), clock.time, clock.monotonic
+    )
+    registry.register(
+        telemetry.PredictionCollector(lambda: prod_prediction(peaks, states, clock.time()))
+    )
+    return peaks, training
 
 
 def pod_classes(states: agent_states.States) -> dict[str, classify.PriorityClass] | None:

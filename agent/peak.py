@@ -82,30 +82,28 @@ def _scaled(p: Prediction, ratio: float) -> tuple[int, int]:
     return int(p.cpu_milli * ratio), int(p.memory * ratio)
 
 
-def prod_reclaimable(
+@dataclass(frozen=True, slots=True)
+class _PerPod:
+    """The per-pod estimate's sums over the Prod pods (cpu millicores, memory bytes)."""
+
+    peak: tuple[int, int]  # unReclaimable: the predicted pods' peaks
+    cold: tuple[int, int]  # unpredicted: requests of pods without a usable prediction
+    reclaimable: tuple[int, int]  # the predicted pods' requests above their peaks
+    requests: tuple[int, int]  # the per-class estimate's requests
+
+
+def _per_pod(
     pods: Iterable[PodInput],
     pod_predictions: Mapping[str, Prediction],
-    class_predictions: Mapping[classify.PriorityClass, Prediction],
-    system: Prediction | None,
-    allocatable: quantity.Resources,
+    ratio: float,
     *,
     cold_start: float,
-    margin_percent: int,
-) -> Reclaimable:
-    """Koordinator's Prod reclaimable and peak; nothing reclaimed while a node item is cold.
-
-    `pod_predictions` holds the pods (by UID) whose histograms are out of their
-    cold start; `class_predictions` the Prod and no-class items.
-    """
-    ratio = (100 + margin_percent) / 100
-    alloc_cpu = allocatable.get(quantity.CPU, 0)
-    alloc_mem = allocatable.get(quantity.MEMORY, 0)
-
-    # per pod
-    peak_cpu = peak_mem = 0  # unReclaimable
-    cold_cpu = cold_mem = 0  # unpredicted: requests of pods without a usable prediction
-    pod_cpu = pod_mem = 0  # reclaimable
-    request_cpu = request_mem = 0  # the per-class estimate's requests
+) -> _PerPod:
+    """One pass over the pods: Prod pods only, a cold or unpredicted pod counts by its request."""
+    peak_cpu = peak_mem = 0
+    cold_cpu = cold_mem = 0
+    pod_cpu = pod_mem = 0
+    request_cpu = request_mem = 0
     for pod in pods:
         if pod.priority not in PRODUCTIVE:
             continue
@@ -131,11 +129,39 @@ def prod_reclaimable(
         peak_mem += mem
         pod_cpu += max(0, pod.cpu_request - cpu)
         pod_mem += max(0, pod.memory_request - mem)
-    by_pod = (
-        min(max(0, alloc_cpu - peak_cpu), pod_cpu),
-        min(max(0, alloc_mem - peak_mem), pod_mem),
+    return _PerPod(
+        peak=(peak_cpu, peak_mem),
+        cold=(cold_cpu, cold_mem),
+        reclaimable=(pod_cpu, pod_mem),
+        requests=(request_cpu, request_mem),
     )
-    pod_peak = (peak_cpu + cold_cpu, peak_mem + cold_mem)
+
+
+def prod_reclaimable(
+    pods: Iterable[PodInput],
+    pod_predictions: Mapping[str, Prediction],
+    class_predictions: Mapping[classify.PriorityClass, Prediction],
+    system: Prediction | None,
+    allocatable: quantity.Resources,
+    *,
+    cold_start: float,
+    margin_percent: int,
+) -> Reclaimable:
+    """Koordinator's Prod reclaimable and peak; nothing reclaimed while a node item is cold.
+
+    `pod_predictions` holds the pods (by UID) whose histograms are out of their
+    cold start; `class_predictions` the Prod and no-class items.
+    """
+    ratio = (100 + margin_percent) / 100
+    alloc_cpu = allocatable.get(quantity.CPU, 0)
+    alloc_mem = allocatable.get(quantity.MEMORY, 0)
+    per_pod = _per_pod(pods, pod_predictions, ratio, cold_start=cold_start)
+    by_pod = (
+        min(max(0, alloc_cpu - per_pod.peak[0]), per_pod.reclaimable[0]),
+        min(max(0, alloc_mem - per_pod.peak[1]), per_pod.reclaimable[1]),
+    )
+    pod_peak = (per_pod.peak[0] + per_pod.cold[0], per_pod.peak[1] + per_pod.cold[1])
+    request_cpu, request_mem = per_pod.requests
 
     # per priority class
     if system is None or any(c not in class_predictions for c in PRODUCTIVE):

@@ -11,28 +11,19 @@ force, so a change to the cluster's policy can be seen reaching the node.
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from agent import peak
 from agent.collectors.base import Reason
 from agent.schedule import Clock
-from kube import nodeslo
+from kube import nodeslo, telemetry
 from metriccache import MetricCache, MetricKind, kinds
 
 # Rounds take milliseconds per collector; the top buckets catch a stalled disk.
 _DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-
-
-def version() -> str:
-    """The installed nodeqos version, or "unknown" when run from a bare checkout."""
-    try:
-        return importlib.metadata.version("nodeqos")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class AgentMetrics:
@@ -62,8 +53,7 @@ class AgentMetrics:
         self.rounds = Counter(
             "nodeqos_agent_collect_rounds", "Collection rounds run.", registry=registry
         )
-        info = Info("nodeqos_agent_build", "The running agent's build.", registry=registry)
-        info.info({"version": build_version or version()})
+        telemetry.build_info(registry, "nodeqos_agent_build_info", build_version=build_version)
 
     def errors(self, collector: str, reason: Reason, /) -> None:
         """Count one lost sample set (the collectors' ErrorSink)."""

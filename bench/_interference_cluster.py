@@ -78,7 +78,7 @@ class StartFailure(RuntimeError):
 
 
 def wait_for(check: Any, what: str, *, timeout: float, interval: float = 0.5) -> Any:
-    """placementloop.wait_for, an API server too busy to answer counting as "not yet"."""
+    """localcluster.wait_for, an API server too busy to answer counting as "not yet"."""
 
     def tolerant() -> Any:
         try:
@@ -86,7 +86,7 @@ def wait_for(check: Any, what: str, *, timeout: float, interval: float = 0.5) ->
         except rest.ApiUnavailable:
             return None
 
-    return placementloop.wait_for(tolerant, what, timeout=timeout, interval=interval)
+    return localcluster.wait_for(tolerant, what, timeout=timeout, interval=interval)
 
 
 # one place for both: the loops of testbed use them too
@@ -191,7 +191,7 @@ def reset_besteffort() -> None:
 
 def namespace(kube: rest.Rest, name: str, labels: Mapping[str, str]) -> None:
     kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": dict(labels)}})
-    placementloop.wait_namespace_ready(kube, name)
+    localcluster.wait_namespace_ready(kube, name)
 
 
 def batch_namespace(batch: bool) -> str:

@@ -132,7 +132,7 @@ def install(
     kube: rest.Rest, plane: Any, image: str, state_dir: Path, *, policy: str, gates: str
 ) -> None:
     """nodeqos running on the node, the profile rendered, batch-cpu room for the batch pods."""
-    placementloop.wait_for(
+    localcluster.wait_for(
         lambda: not cluster.exists(kube, f"/api/v1/namespaces/{cluster.SYSTEM_NAMESPACE}"),
         f"namespace {cluster.SYSTEM_NAMESPACE} from the last install gone",
         timeout=180,
@@ -151,7 +151,7 @@ def install(
     for doc in manifests(image, state_dir, policy=policy, gates=gates):
         localcluster.apply(kube, doc)
         if doc["kind"] == "Namespace":
-            placementloop.wait_namespace_ready(kube, doc["metadata"]["name"])
+            localcluster.wait_namespace_ready(kube, doc["metadata"]["name"])
     cluster.delete(kube, f"{cluster.PRIORITY_CLASSES}/{cluster.PRIORITY_CLASS}")
     kube.create(
         cluster.PRIORITY_CLASSES,

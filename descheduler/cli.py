@@ -196,14 +196,7 @@ def main(
     session.config = loaded if config_file is not None else None
     _warn_broken(loaded, session.registry)
     if write_config_to is not None:
-        text = config.dump_config(loaded)
-        if str(write_config_to) == "-":
-            click.echo(text, nl=False)
-        else:
-            try:
-                write_config_to.write_text(text, encoding="utf-8")
-            except OSError as err:
-                raise click.FileError(str(write_config_to), str(err)) from err
+        _write_config(loaded, write_config_to)
         ctx.exit(0)
     if ctx.invoked_subcommand is not None:
         return
@@ -237,6 +230,18 @@ def main(
     except app.StartupError as err:
         _fail(ctx, "cannot start", err.problems)
     ctx.exit(status)
+
+
+def _write_config(loaded: config.DeschedulerConfiguration, target: pathlib.Path) -> None:
+    """--write-config-to: the configuration with every default filled in ("-": stdout)."""
+    text = config.dump_config(loaded)
+    if str(target) == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise click.FileError(str(target), str(err)) from err
 
 
 def _gates(param: click.Parameter, value: str) -> features.Gates:

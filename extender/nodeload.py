@@ -96,24 +96,12 @@ def compute(
 
     `seen` holds when pods without a PodScheduled time were first seen bound.
     """
-    name = capacity.name
-    names = args.resources
-    thresholds = defaults
-    if capacity.thresholds_annotation:
-        try:
-            thresholds = loads.node_thresholds(capacity.thresholds_annotation, thresholds, names)
-        except (ValueError, TypeError) as err:
-            log.warning("node %s: ignoring %s: %s", name, loads.ANNOTATION_USAGE_THRESHOLDS, err)
-    zero: Vector = (0,) * len(names)
-    delta = prod_delta = estimated = prod_estimated = departed = zero
-    prod_used = zero
+    thresholds = _thresholds(capacity, defaults, args.resources)
+    zero: Vector = (0,) * len(args.resources)
+    delta = prod_delta = estimated = prod_estimated = prod_used = zero
     if metric is not None and args.prod_usage_include_sys:
         prod_used = metric.system_usage
-    present = {pod.key for pod in pods}
-    if metric is not None:
-        for key, usage in metric.pods.items():
-            if key not in present:
-                departed = loads.add(departed, usage)
+    departed = zero if metric is None else _departed(metric, pods, zero)
     update = metric.update_time if metric is not None else None
     for pod in pods:
         measured = metric.pods.get(pod.key) if metric is not None else None
@@ -154,6 +142,29 @@ def compute(
         prod_estimated=prod_estimated,
         pods=len(pods),
     )
+
+
+def _thresholds(capacity: NodeCapacity, defaults: Thresholds, names: Sequence[str]) -> Thresholds:
+    """The node's own usage thresholds annotation over the defaults (a bad one is ignored)."""
+    if not capacity.thresholds_annotation:
+        return defaults
+    try:
+        return loads.node_thresholds(capacity.thresholds_annotation, defaults, names)
+    except (ValueError, TypeError) as err:
+        log.warning(
+            "node %s: ignoring %s: %s", capacity.name, loads.ANNOTATION_USAGE_THRESHOLDS, err
+        )
+        return defaults
+
+
+def _departed(metric: MetricLoad, pods: Sequence[PodLoad], zero: Vector) -> Vector:
+    """The reported usage of the pods in podsMetric that are no longer bound to the node."""
+    present = {pod.key for pod in pods}
+    departed = zero
+    for key, usage in metric.pods.items():
+        if key not in present:
+            departed = loads.add(departed, usage)
+    return departed
 
 
 def aggregated(node: NodeLoad, key: loads.AggKey) -> tuple[Vector, Source]:

@@ -20,6 +20,8 @@ evenly over the nodes sharing the best score, since kube-scheduler breaks ties a
 random), or on the only node filter let through. The expectation counts the pod's estimate on
 that node until the pod's real binding arrives through the watch (then the real
 node counts it), the pod is deleted, or `expect_ttl` passes.
+
+The filter's per-node rules live in `extender.judge`; the view keeps the rows they read.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender import loads, nodeload
+from extender import judge, loads, nodeload
 from extender.args import LoadAwareArgs
 from extender.loads import MetricLoad, NodeCapacity, PodLoad, Vector
 from extender.nodeload import NodeLoad, Source
@@ -100,13 +102,20 @@ class ClusterView:
         # caps on the estimates alone) where caps[i] is the estimate of resource i the
         # node can still take (the last is what an expired NodeMetric falls back to),
         # and (metric expires at, used incl. expectations, allocatable) for scoring.
-        self._filter_rows: dict[str, tuple[float, tuple[float, ...], bool, tuple[float, ...]]] = {}
+        self._filter_rows: dict[str, judge.FilterRow] = {}
         self._score_rows: dict[str, tuple[float, Vector, Vector]] = {}
         # (estimate, prod) -> node -> answer; see `_cache`
         self._verdicts: dict[tuple[Vector, bool], dict[str, Any]] = {}
         self._scores: dict[tuple[Vector, bool], dict[str, Any]] = {}
         self._cache_second = -1
         self._dirty: set[str] = set()
+        self._tables = judge.Tables(
+            args=args,
+            names=self.names,
+            rows=self._filter_rows,
+            nodes=self._nodes,
+            extra=self._extra,
+        )
 
     # -- events (informer threads) ------------------------------------------
 
@@ -302,16 +311,16 @@ class ClusterView:
             self._refresh()
             now = self._clock()
             known = self._cache(self._verdicts, (pod.estimate, pod.prod), now)
-            judge = self._judge(pod, now)
+            judge_names = judge.judge(self._tables, pod, now)
             if not known:  # a new estimate (a workload's first pod): judged in one pass
-                passed, failed = judge(names)
+                passed, failed = judge_names(names)
                 known.update(zip(passed, itertools.repeat(None)))
                 known.update(failed)
             else:
                 answers = list(map(known.get, names, itertools.repeat(_UNKNOWN)))
                 if _UNKNOWN in answers:
                     todo = [names[i] for i, answer in enumerate(answers) if answer is _UNKNOWN]
-                    fresh, refused = judge(todo)
+                    fresh, refused = judge_names(todo)
                     known.update(zip(fresh, itertools.repeat(None)))
                     known.update(refused)
                     answers = list(map(known.__getitem__, names))
@@ -330,83 +339,6 @@ class ClusterView:
         if expect and len(passed) == 1:
             self.expect(pod, passed)  # kube-scheduler skips prioritize for a single candidate
         return Verdict(passed, failed)
-
-    def _judge(
-        self, pod: PodLoad, now: float
-    ) -> Callable[[Sequence[str]], tuple[list[str], dict[str, str]]]:
-        """`judge(names)`: the names that can take `pod` (in order), and the reason for
-        each that cannot.
-
-        One loop over the names with the usual case inline (a fresh row whose caps
-        the estimate fits: one lookup and a few comparisons); anything else goes
-        through `judge_row`, which has every rule. The filter's per-node work."""
-        args = self.args
-        rows = self._filter_rows
-        check_expiry = args.filter_expired_node_metrics
-        prod, estimate = pod.prod, pod.estimate
-
-        fits = nodeload.fits_function(estimate)
-        nodes = self._nodes
-
-        def judge_row(
-            name: str, row: tuple[float, tuple[float, ...], bool, tuple[float, ...]]
-        ) -> str | None:
-            expires, caps, has_prod, fallback = row
-            expired = now >= expires and check_expiry
-            if expired:
-                if not args.enable_schedule_when_node_metrics_expired:
-                    return self._expired_reason(name, nodes[name].metric, now)  # type: ignore[arg-type]
-                caps = fallback  # Koordinator passes it unjudged; nodeqos judges the estimates
-            if not (prod and has_prod) and fits(caps):
-                return None
-            return self._over(name, nodes[name], pod, estimate, expired=expired)
-
-        def judge_one(name: str) -> str | None:
-            row = rows.get(name)
-            # no row: no NodeMetric, or no Node seen: nothing to judge on
-            return None if row is None else judge_row(name, row)
-
-        if len(estimate) != 2:
-
-            def judge_any(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-                passed: list[str] = []
-                failed: dict[str, str] = {}
-                for name in names:
-                    reason = judge_one(name)
-                    if reason is None:
-                        passed.append(name)
-                    else:
-                        failed[name] = reason
-                return passed, failed
-
-            return judge_any
-        cpu, memory = estimate
-        # `fresh < expires` says "not expired" only when expiry is checked; -inf otherwise
-        fresh = now if check_expiry else -math.inf
-        get = rows.get
-
-        def judge(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-            passed: list[str] = []
-            failed: dict[str, str] = {}
-            append = passed.append
-            for name in names:
-                row = get(name)
-                if row is None or (
-                    fresh < row[0]
-                    and cpu < row[1][0]
-                    and memory < row[1][1]
-                    and not (prod and row[2])
-                ):
-                    append(name)  # nothing to judge on, or a fresh row the pod fits
-                else:
-                    reason = judge_row(name, row)
-                    if reason is None:
-                        append(name)
-                    else:
-                        failed[name] = reason
-            return passed, failed
-
-        return judge
 
     def _cache(
         self,
@@ -437,50 +369,6 @@ class ClusterView:
         for caches in (self._verdicts, self._scores):
             for known in caches.values():
                 known.pop(name, None)
-
-    def _expired_reason(self, name: str, metric: MetricLoad, now: float) -> str:
-        if metric.update_time is None:
-            return f"node {name}: NodeMetric has never been updated"
-        age = int(now - metric.update_time)
-        limit = self.args.node_metric_expiration_seconds
-        return f"node {name}: NodeMetric expired (last updated {age}s ago, limit {limit}s)"
-
-    def _over(
-        self, name: str, node: NodeLoad, pod: PodLoad, estimate: Vector, *, expired: bool
-    ) -> str | None:
-        thresholds = node.thresholds
-        source = Source.ESTIMATE_EXPIRED if expired else node.source
-        what = "usage"
-        if pod.prod and thresholds.has_prod:
-            limits, what = thresholds.prod, "prod usage"
-            used = node.prod_estimated if source.estimated else node.prod_used
-        elif thresholds.aggregated is not None:
-            limits = thresholds.aggregated
-            if source.estimated:
-                used = node.estimated
-            else:
-                used, source = nodeload.aggregated(node, thresholds.aggregation)
-            what = f"{thresholds.aggregation[0]} usage"
-        else:
-            limits = thresholds.usage
-            used = node.estimated if source.estimated else node.used  # type: ignore[assignment]
-        extra = self._extra.get(name)
-        if extra is not None:
-            used = loads.add(used, extra[1] if what == "prod usage" else extra[0])
-        allocatable = node.allocatable
-        for i, limit in enumerate(limits):
-            total = allocatable[i]
-            if limit == 0 or total == 0:
-                continue
-            percent = int((used[i] + estimate[i]) * 100 / total + 0.5)
-            # "percent", not "%": kube-scheduler formats the reasons it puts in the
-            # FailedScheduling event, and a bare % there renders as "%!>(MISSING)".
-            if percent > limit:
-                return (
-                    f"node {name}: {self.names[i]} {what} {percent} percent"
-                    f" > threshold {limit} percent{source.note}"
-                )
-        return None
 
     def prioritize(self, pod: PodLoad, names: Sequence[str]) -> list[tuple[str, int]]:
         """Scores 0..10 (the extender protocol's range), the pod expected on the best node(s)."""

@@ -257,17 +257,9 @@ class Pod:
         inits = _shared(tuple(Container.from_api(c) for c in spec.get("initContainers") or ()))
         pod_limits, pod_requests = _resources(spec.get("resources"))
         overhead = Resources.from_api(spec.get("overhead"))
-        computed = classify.compute_kube_qos(
-            ((c.requests, c.limits) for c in containers + inits), (pod_requests, pod_limits)
-        )
-        kube_qos = classify.kube_qos_of(status.get("qosClass"), computed)
+        kube_qos = _kube_qos(containers + inits, pod_requests, pod_limits, status.get("qosClass"))
         priority = spec.get("priority")
         affinity = spec.get("affinity") or {}
-        node_affinity = affinity.get("nodeAffinity") or {}
-        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        preferred_path = (
-            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        )
         volumes = spec.get("volumes") or ()
         return cls(
             name=meta.get("name", ""),
@@ -297,26 +289,11 @@ class Pod:
                 tuple(map(constraints.Toleration.from_api, spec.get("tolerations") or ()))
             ),
             node_selector=_str_map(spec.get("nodeSelector")),
-            required_node_affinity=None
-            if required is None
-            else selectors.NodeSelector.from_api(
-                required,
-                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-            ),
-            preferred_node_affinity=tuple(
-                constraints.PreferredSchedulingTerm.from_api(t, f"{preferred_path}[{i}]")
-                for i, t in enumerate(
-                    node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-                )
-            ),
+            required_node_affinity=_required_node_affinity(affinity),
+            preferred_node_affinity=_preferred_node_affinity(affinity),
             pod_affinity=_affinity_terms(affinity, "podAffinity"),
             pod_anti_affinity=_affinity_terms(affinity, "podAntiAffinity"),
-            topology_spread_constraints=tuple(
-                constraints.TopologySpreadConstraint.from_api(
-                    c, f"spec.topologySpreadConstraints[{i}]"
-                )
-                for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
-            ),
+            topology_spread_constraints=_spread_constraints(spec),
             has_local_storage=any("emptyDir" in v or "hostPath" in v for v in volumes),
             has_pvc=any("persistentVolumeClaim" in v for v in volumes),
             creation_timestamp=parse_time(meta.get("creationTimestamp")),
@@ -388,6 +365,51 @@ class Pod:
     def condition(self, type_: str) -> str | None:
         """The status ("True", "False", "Unknown") of a condition type, or None."""
         return next((c.status for c in self.conditions if c.type == type_), None)
+
+
+def _kube_qos(
+    containers: Iterable[Container], requests: Resources, limits: Resources, reported: str | None
+) -> classify.KubeQOS:
+    """The pod's Kubernetes QoS class: status.qosClass, else computed as the kubelet does."""
+    computed = classify.compute_kube_qos(
+        ((c.requests, c.limits) for c in containers), (requests, limits)
+    )
+    return classify.kube_qos_of(reported, computed)
+
+
+_NODE_AFFINITY = "spec.affinity.nodeAffinity"
+
+
+def _required_node_affinity(affinity: Mapping[str, Any]) -> selectors.NodeSelector | None:
+    """spec.affinity.nodeAffinity's required terms (None when the pod has none)."""
+    raw = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if raw is None:
+        return None
+    path = f"{_NODE_AFFINITY}.requiredDuringSchedulingIgnoredDuringExecution"
+    return selectors.NodeSelector.from_api(raw, path)
+
+
+def _preferred_node_affinity(
+    affinity: Mapping[str, Any],
+) -> tuple[constraints.PreferredSchedulingTerm, ...]:
+    """spec.affinity.nodeAffinity's preferred terms, each with its field path."""
+    raw = (affinity.get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ) or ()
+    path = f"{_NODE_AFFINITY}.preferredDuringSchedulingIgnoredDuringExecution"
+    return tuple(
+        constraints.PreferredSchedulingTerm.from_api(t, f"{path}[{i}]") for i, t in enumerate(raw)
+    )
+
+
+def _spread_constraints(
+    spec: Mapping[str, Any],
+) -> tuple[constraints.TopologySpreadConstraint, ...]:
+    raw = spec.get("topologySpreadConstraints") or ()
+    return tuple(
+        constraints.TopologySpreadConstraint.from_api(c, f"spec.topologySpreadConstraints[{i}]")
+        for i, c in enumerate(raw)
+    )
 
 
 def _affinity_terms(

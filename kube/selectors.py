@@ -205,62 +205,91 @@ def parse_selector(text: str) -> LabelSelector:
 
     An empty string selects everything. Raises `ValueError` naming the input.
     """
-    tokens = _tokenize(text)
+    tokens = _Tokens(text)
     reqs: list[Requirement] = []
-    i = 0
-
-    def take() -> str:
-        nonlocal i
-        if i >= len(tokens):
-            raise ValueError(f"invalid selector {text!r}: unexpected end")
-        i += 1
-        return tokens[i - 1]
-
-    def peek() -> str | None:
-        return tokens[i] if i < len(tokens) else None
-
-    def is_word(token: str | None) -> bool:
-        return token is not None and token not in {"==", "!=", "=", "!", "(", ")", ",", ">", "<"}
-
-    while i < len(tokens):
-        negated = peek() == "!"
-        if negated:
-            take()
-        key = take()
-        if not is_word(key):
-            raise ValueError(f"invalid selector {text!r}: expected a key, got {key!r}")
-        _check_key(key, f"selector {text!r}")
-        nxt = peek()
-        if negated or nxt in (None, ","):
-            op, values = ("DoesNotExist" if negated else "Exists"), []
-        elif nxt in ("=", "==", "!="):
-            take()
-            op = "NotIn" if nxt == "!=" else "In"
-            values = [take()] if is_word(peek()) else [""]
-        elif nxt in (">", "<"):
-            take()
-            op, values = ("Gt" if nxt == ">" else "Lt"), [take()]
-        elif nxt in ("in", "notin"):
-            take()
-            op = "In" if nxt == "in" else "NotIn"
-            if take() != "(":
-                raise ValueError(f"invalid selector {text!r}: expected '(' after {nxt}")
-            values = []
-            closer = take() if peek() == ")" else ","  # "()" is empty; "(x,)" adds ""
-            while closer == ",":
-                values.append(take() if is_word(peek()) else "")
-                closer = take()
-            if closer != ")":
-                raise ValueError(f"invalid selector {text!r}: expected ',' or ')'")
-        else:
-            raise ValueError(f"invalid selector {text!r}: unexpected {nxt!r} after {key!r}")
-        reqs.append(Requirement.build(key, op, values, f"selector {text!r}"))
-        if i < len(tokens):
-            if take() != ",":
-                raise ValueError(f"invalid selector {text!r}: expected ','")
-            if i >= len(tokens):
-                raise ValueError(f"invalid selector {text!r}: trailing ','")
+    while tokens.more():
+        reqs.append(_requirement(tokens))
+        if tokens.more():
+            if tokens.take() != ",":
+                raise tokens.error("expected ','")
+            if not tokens.more():
+                raise tokens.error("trailing ','")
     return LabelSelector(tuple(reqs)) if reqs else EVERYTHING
+
+
+_PUNCTUATION = frozenset({"==", "!=", "=", "!", "(", ")", ",", ">", "<"})
+
+
+class _Tokens:
+    """A cursor over a selector's tokens; its errors name the whole selector."""
+
+    __slots__ = ("_i", "_tokens", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tokens = _tokenize(text)
+        self._i = 0
+
+    def more(self) -> bool:
+        return self._i < len(self._tokens)
+
+    def peek(self) -> str | None:
+        return self._tokens[self._i] if self.more() else None
+
+    def take(self) -> str:
+        if not self.more():
+            raise self.error("unexpected end")
+        self._i += 1
+        return self._tokens[self._i - 1]
+
+    def word_next(self) -> bool:
+        """Whether the next token is a key or a value (not punctuation, not the end)."""
+        token = self.peek()
+        return token is not None and token not in _PUNCTUATION
+
+    def error(self, what: str) -> ValueError:
+        return ValueError(f"invalid selector {self.text!r}: {what}")
+
+
+def _requirement(tokens: _Tokens) -> Requirement:
+    """One requirement: `!key`, `key`, `key=v`, `key!=v`, `key>n`, `key in (a,b)`..."""
+    negated = tokens.peek() == "!"
+    if negated:
+        tokens.take()
+    key = tokens.take()
+    if key in _PUNCTUATION:
+        raise tokens.error(f"expected a key, got {key!r}")
+    _check_key(key, f"selector {tokens.text!r}")
+    nxt = tokens.peek()
+    if negated or nxt in (None, ","):
+        op, values = ("DoesNotExist" if negated else "Exists"), []
+    elif nxt in ("=", "==", "!="):
+        tokens.take()
+        op = "NotIn" if nxt == "!=" else "In"
+        values = [tokens.take()] if tokens.word_next() else [""]
+    elif nxt in (">", "<"):
+        tokens.take()
+        op, values = ("Gt" if nxt == ">" else "Lt"), [tokens.take()]
+    elif nxt in ("in", "notin"):
+        tokens.take()
+        op, values = ("In" if nxt == "in" else "NotIn"), _set_values(tokens, nxt)
+    else:
+        raise tokens.error(f"unexpected {nxt!r} after {key!r}")
+    return Requirement.build(key, op, values, f"selector {tokens.text!r}")
+
+
+def _set_values(tokens: _Tokens, operator: str) -> list[str]:
+    """The `(a,b)` after `in` / `notin`: "()" is empty, "(x,)" adds ""."""
+    if tokens.take() != "(":
+        raise tokens.error(f"expected '(' after {operator}")
+    values: list[str] = []
+    closer = tokens.take() if tokens.peek() == ")" else ","
+    while closer == ",":
+        values.append(tokens.take() if tokens.word_next() else "")
+        closer = tokens.take()
+    if closer != ")":
+        raise tokens.error("expected ',' or ')'")
+    return values
 
 
 _NODE_FIELDS: Final = frozenset({"metadata.name"})

@@ -7,17 +7,10 @@ Nothing registers at import time; tests read them with
 from __future__ import annotations
 
 import threading
-from importlib import metadata
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-
-def version() -> str:
-    """The installed nodeqos version ("unknown" when running from a bare checkout)."""
-    try:
-        return metadata.version("nodeqos")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+from kube import telemetry
 
 
 class ConfigValidity:
@@ -49,18 +42,8 @@ class Metrics:
     """Every `nodeqos_manager_*` metric."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.build_info = Gauge(
-            "nodeqos_manager_build_info",
-            "Always 1; the version label says which nodeqos build runs.",
-            ["version"],
-            registry=registry,
-        )
-        self.build_info.labels(version()).set(1)
-        self.leader = Gauge(
-            "nodeqos_manager_leader",
-            "1 while this replica holds the leader lease (or leader election is off).",
-            registry=registry,
-        )
+        self.build_info = telemetry.build_info(registry, "nodeqos_manager_build_info")
+        self.leader = telemetry.leader(registry, "nodeqos_manager_leader")
         self.config_errors = Counter(
             "nodeqos_manager_config_errors",
             "Problems found in the slo-controller-config ConfigMap, by key (the key keeps"

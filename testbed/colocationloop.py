@@ -269,7 +269,7 @@ def cluster_cpu_percent(kube: rest.Rest, capacity: Mapping[str, int]) -> float |
 
 
 def wait_for(check: Callable[[], Any], what: str, *, timeout: float) -> Any:
-    """placementloop.wait_for, an API server too busy to answer counting as "not yet"."""
+    """localcluster.wait_for, an API server too busy to answer counting as "not yet"."""
 
     def tolerant() -> Any:
         try:
@@ -277,7 +277,7 @@ def wait_for(check: Callable[[], Any], what: str, *, timeout: float) -> Any:
         except rest.ApiUnavailable:
             return None
 
-    return placementloop.wait_for(tolerant, what, timeout=timeout)
+    return localcluster.wait_for(tolerant, what, timeout=timeout)
 
 
 def wait_report_after(
@@ -347,122 +347,90 @@ def installed(
 ) -> Iterator[None]:
     """deploy/ with the colocation overlay, agents Ready on every node, the manager Ready,
     the profile rendered. Everything (and the batch resources on the Nodes) removed on exit."""
-    localcluster.wait_drained(
-        lambda: _system_left(kube),
-        f"namespace {SYSTEM_NAMESPACE} from an earlier install to be gone",
-        stall_timeout=placementloop.STALL_TIMEOUT_S,
-    )
-    for node in NODES:
-        localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
-        kube.create(
-            NODEMETRICS,
-            {
-                "apiVersion": "slo.koordinator.sh/v1alpha1",
-                "kind": "NodeMetric",
-                "metadata": {"name": node},
-                "spec": placementloop.NODEMETRIC_SPEC,
-            },
-        )
-    plane.install_crds(placementloop.DEPLOY / "crds")
-    docs = manifests(image, state_dir)
     started = time.monotonic()
     try:
         kube.patch(f"/api/v1/nodes/{SMALL}", {"metadata": {"labels": {SMALL_LABEL: "small"}}})
-        for doc in docs:
-            localcluster.apply(kube, doc)
-            if doc["kind"] == "Namespace":
-                placementloop.wait_namespace_ready(kube, doc["metadata"]["name"])
-        localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
-        kube.create(
-            PRIORITY_CLASSES,
-            {"metadata": {"name": PRIORITY_CLASS}, "value": 5000, "preemptionPolicy": "Never"},
-        )
-        kube.create(PROFILES, profile())
-        say(
-            "applied deploy/ with the colocation overlay: colocation-config enable, "
-            f"cpuReclaimThresholdPercent {RECLAIM_PERCENT}, report every {REPORT_SECONDS}s, "
-            f"updateTimeThresholdSeconds {UPDATE_SECONDS}, degradeTimeMinutes {DEGRADE_MINUTES}, "
-            f"{SMALL} capped at batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; BE suppression "
-            f"cfsQuota at {SUPPRESS_PERCENT}%; ClusterColocationProfile {PROFILE} "
-            "(namespaces colocation=on, pods role=batch → BE)"
-        )
-
-        def agents_ready() -> bool:
-            agents = _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
-            return {p["spec"].get("nodeName") for p in agents} >= set(NODES)
-
-        wait_for(agents_ready, "a Ready nodeqos-agent on every node", timeout=180)
-        wait_for(
-            lambda: _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-manager"),
-            "a Ready nodeqos-manager",
-            timeout=180,
-        )
-        policy = rest.object_path(
-            "admissionregistration.k8s.io",
-            "v1",
-            "mutatingadmissionpolicybindings",
-            f"nodeqos-colocation-{PROFILE}",
-        )
-        wait_for(
-            lambda: localcluster.exists(kube, policy),
-            f"the manager to render profile {PROFILE}",
-            timeout=120,
-        )
-        say(
-            f"agents Ready on {', '.join(NODES)}, nodeqos-manager Ready, profile {PROFILE} "
-            f"rendered as MutatingAdmissionPolicy nodeqos-colocation-{PROFILE} "
-            f"({time.monotonic() - started:.0f}s)"
-        )
-        yield
-    finally:
-        localcluster.delete_path(kube, f"{PROFILES}/{PROFILE}")
-        localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
-        for doc in reversed(docs):
-            _delete_doc(kube, doc)
-        for kind in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
-            localcluster.delete_path(
-                kube,
-                rest.object_path(
-                    "admissionregistration.k8s.io", "v1", kind, f"nodeqos-colocation-{PROFILE}"
-                ),
-            )
-        with contextlib.suppress(TimeoutError):
-            localcluster.wait_drained(
-                lambda: len(placementwatch.pods(kube, SYSTEM_NAMESPACE)),
-                f"the pods of {SYSTEM_NAMESPACE} to be gone",
-                stall_timeout=placementloop.STALL_TIMEOUT_S,
-            )
-        for node in NODES:
-            localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
-            kube.patch(
-                f"/api/v1/nodes/{node}",
-                {"metadata": {"labels": {SMALL_LABEL: None, AGENT_LABEL: None}}},
-            )
-            with contextlib.suppress(rest.ApiError):
-                kube.patch(
-                    f"/api/v1/nodes/{node}/status",
-                    {
-                        "status": {
-                            key: {BATCH_CPU: None, BATCH_MEMORY: None}
-                            for key in ("capacity", "allocatable")
-                        }
-                    },
+        with placementloop.deployed(kube, plane, manifests(image, state_dir)):
+            try:
+                _add_profile(kube)
+                say(
+                    "applied deploy/ with the colocation overlay: colocation-config enable, "
+                    f"cpuReclaimThresholdPercent {RECLAIM_PERCENT}, report every "
+                    f"{REPORT_SECONDS}s, updateTimeThresholdSeconds {UPDATE_SECONDS}, "
+                    f"degradeTimeMinutes {DEGRADE_MINUTES}, {SMALL} capped at "
+                    f"batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; BE suppression cfsQuota "
+                    f"at {SUPPRESS_PERCENT}%; ClusterColocationProfile {PROFILE} "
+                    "(namespaces colocation=on, pods role=batch → BE)"
                 )
+                _wait_installed(kube)
+                say(
+                    f"agents Ready on {', '.join(NODES)}, nodeqos-manager Ready, profile "
+                    f"{PROFILE} rendered as MutatingAdmissionPolicy "
+                    f"nodeqos-colocation-{PROFILE} ({time.monotonic() - started:.0f}s)"
+                )
+                yield
+            finally:
+                localcluster.delete_path(kube, f"{PROFILES}/{PROFILE}")
+                localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
+    finally:
+        for kind in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
+            localcluster.delete_path(kube, _rendered(kind))
+        for node in NODES:
+            _reset_node(kube, node)
 
 
-def _delete_doc(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
-    group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
-    meta = doc["metadata"]
-    namespace = meta.get("namespace") if namespaced else None
-    localcluster.delete_path(
-        kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace)
+def _rendered(kind: str) -> str:
+    """The path of the profile's MutatingAdmissionPolicy (or binding) the manager renders."""
+    return rest.object_path(
+        "admissionregistration.k8s.io", "v1", kind, f"nodeqos-colocation-{PROFILE}"
     )
 
 
-def _system_left(kube: rest.Rest) -> int:
-    if not localcluster.exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
-        return 0
-    return 1 + len(placementwatch.pods(kube, SYSTEM_NAMESPACE))
+def _add_profile(kube: rest.Rest) -> None:
+    """Koordinator's batch PriorityClass and the demo's ClusterColocationProfile."""
+    localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
+    kube.create(
+        PRIORITY_CLASSES,
+        {"metadata": {"name": PRIORITY_CLASS}, "value": 5000, "preemptionPolicy": "Never"},
+    )
+    kube.create(PROFILES, profile())
+
+
+def _wait_installed(kube: rest.Rest) -> None:
+    """Agents Ready on every node, the manager Ready, the profile rendered."""
+
+    def agents_ready() -> bool:
+        agents = _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
+        return {p["spec"].get("nodeName") for p in agents} >= set(NODES)
+
+    wait_for(agents_ready, "a Ready nodeqos-agent on every node", timeout=180)
+    wait_for(
+        lambda: _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-manager"),
+        "a Ready nodeqos-manager",
+        timeout=180,
+    )
+    wait_for(
+        lambda: localcluster.exists(kube, _rendered("mutatingadmissionpolicybindings")),
+        f"the manager to render profile {PROFILE}",
+        timeout=120,
+    )
+
+
+def _reset_node(kube: rest.Rest, node: str) -> None:
+    """The scenario's labels and the manager's batch resources off the Node."""
+    kube.patch(
+        f"/api/v1/nodes/{node}", {"metadata": {"labels": {SMALL_LABEL: None, AGENT_LABEL: None}}}
+    )
+    with contextlib.suppress(rest.ApiError):
+        kube.patch(
+            f"/api/v1/nodes/{node}/status",
+            {
+                "status": {
+                    key: {BATCH_CPU: None, BATCH_MEMORY: None}
+                    for key in ("capacity", "allocatable")
+                }
+            },
+        )
 
 
 # -- the workloads -------------------------------------------------------------------
@@ -611,7 +579,7 @@ class Outcome:
 
 def _namespace(kube: rest.Rest, name: str, labels: Mapping[str, str]) -> None:
     kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": dict(labels)}})
-    placementloop.wait_namespace_ready(kube, name)
+    localcluster.wait_namespace_ready(kube, name)
 
 
 def step_capacity(kube: rest.Rest, outcome: Outcome, say: Say) -> None:

@@ -10,17 +10,26 @@ deterministically, what those components would:
 - compute a PodDisruptionBudget's status (the disruption controller); the
   Eviction API answers 429 until `observedGeneration` catches up;
 - finish graceful deletions (kubelet), else evicted pods stay Terminating.
+
+The real-node scenarios (`testbed.placementloop`, `testbed.colocationloop`) share
+the skeleton of an install here: `deployed` waits out an earlier install, seeds
+the NodeMetrics, installs the CRDs, applies the manifests and removes it all on exit;
+`wait_for` and `wait_namespace_ready` are their bounded waits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kube import rest, selectors
+from testbed import controlplane
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 
@@ -299,3 +308,101 @@ def wait_drained(
         if now_left < left:
             progressed = clock()
         left = now_left
+
+
+def wait_for(check: Callable[[], Any], what: str, *, timeout: float, interval: float = 1.0) -> Any:
+    """`check()` once it is truthy; TimeoutError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0) -> None:
+    """The controllers' `default` ServiceAccount and `kube-root-ca.crt` exist (pods need them)."""
+    for path in (
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
+        f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt",
+    ):
+        wait_for(functools.partial(exists, kube, path), path, timeout=timeout, interval=0.2)
+
+
+def delete_doc(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
+    """Delete the object a manifest created (`apply`'s counterpart); one already gone is fine."""
+    group, version, plural, namespaced = MANIFEST_KINDS[doc["kind"]]
+    meta = doc["metadata"]
+    namespace = meta.get("namespace") if namespaced else None
+    delete_path(kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace))
+
+
+NODEMETRICS = rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics")
+
+
+def seed_nodemetrics(kube: rest.Rest, nodes: Sequence[str], spec: Mapping[str, Any]) -> None:
+    """A fresh NodeMetric with `spec` for each node (an earlier agent's, default spec, replaced)."""
+    for node in nodes:
+        delete_path(kube, f"{NODEMETRICS}/{node}")
+        kube.create(
+            NODEMETRICS,
+            {
+                "apiVersion": "slo.koordinator.sh/v1alpha1",
+                "kind": "NodeMetric",
+                "metadata": {"name": node},
+                "spec": dict(spec),
+            },
+        )
+
+
+@contextlib.contextmanager
+def deployed(
+    kube: rest.Rest,
+    plane: controlplane.ControlPlane,
+    docs: Sequence[Mapping[str, Any]],
+    *,
+    namespace: str,
+    nodes: Sequence[str],
+    nodemetric_spec: Mapping[str, Any],
+    crds: Path,
+    stall_timeout: float,
+) -> Iterator[None]:
+    """nodeqos's manifests `docs` applied, their system `namespace` ready, each node's
+    NodeMetric seeded with `nodemetric_spec`; all of it removed again on exit.
+
+    First waits (while it progresses, `stall_timeout`) for an earlier install's
+    `namespace` to be gone. On exit the objects go in reverse order and the pods of
+    `namespace` get one more bounded wait (the next install waits for the rest).
+    """
+
+    def left() -> int:
+        if not exists(kube, f"/api/v1/namespaces/{namespace}"):
+            return 0
+        return 1 + len(kube.get(PODS.format(ns=namespace))["items"])
+
+    wait_drained(
+        left,
+        f"namespace {namespace} from an earlier install to be gone",
+        stall_timeout=stall_timeout,
+    )
+    seed_nodemetrics(kube, nodes, nodemetric_spec)
+    plane.install_crds(crds)
+    try:
+        for doc in docs:
+            apply(kube, doc)
+            if doc["kind"] == "Namespace":
+                wait_namespace_ready(kube, doc["metadata"]["name"])
+        yield
+    finally:
+        for doc in reversed(docs):
+            delete_doc(kube, doc)
+        with contextlib.suppress(TimeoutError):
+            wait_drained(
+                lambda: len(kube.get(PODS.format(ns=namespace))["items"]),
+                f"the pods of {namespace} to be gone",
+                stall_timeout=stall_timeout,
+            )
+        for node in nodes:
+            delete_path(kube, f"{NODEMETRICS}/{node}")

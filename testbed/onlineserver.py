@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kube import rest
-from testbed import ociimage, placementloop, placementwatch, vegeta
+from testbed import localcluster, ociimage, placementwatch, vegeta
 
 IMAGE = "nodeqos.local/nginx:1"
 CPU_REQUEST = "300m"
@@ -118,7 +118,7 @@ def start(
         return found if placementwatch.ready(found) else None
 
     try:
-        found = placementloop.wait_for(ready, "the online nginx pod Ready", timeout=timeout)
+        found = localcluster.wait_for(ready, "the online nginx pod Ready", timeout=timeout)
     except TimeoutError as err:
         raise NotReady(f"nginx pod not Ready: {problem(kube.get(path))}") from err
     return Server(

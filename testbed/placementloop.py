@@ -50,7 +50,7 @@ import contextlib
 import copy
 import functools
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ NODEMETRIC_SPEC = {
         "nodeMemoryCollectPolicy": "usageWithoutPageCache",
     }
 }
-NODEMETRICS = rest.object_path("slo.koordinator.sh", "v1alpha1", "nodemetrics")
+NODEMETRICS = localcluster.NODEMETRICS
 
 Say = placementwatch.Say
 
@@ -189,32 +189,6 @@ def scheduler_config(extender_ip: str) -> dict[str, Any]:
     return config
 
 
-# -- waiting ---------------------------------------------------------------------------
-
-
-def wait_for(check: Callable[[], Any], what: str, *, timeout: float, interval: float = 1.0) -> Any:
-    """`check()` once it is truthy; TimeoutError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0) -> None:
-    """The controllers' `default` ServiceAccount and `kube-root-ca.crt` exist (pods need them)."""
-    for path in (
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
-        f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt",
-    ):
-        wait_for(
-            functools.partial(localcluster.exists, kube, path), path, timeout=timeout, interval=0.2
-        )
-
-
 # -- install -----------------------------------------------------------------------------
 
 
@@ -223,11 +197,21 @@ def wait_namespace_ready(kube: rest.Rest, namespace: str, timeout: float = 60.0)
 STALL_TIMEOUT_S = 120.0
 
 
-def _system_left(kube: rest.Rest) -> int:
-    """The earlier install's pods still there, plus one while its namespace is."""
-    if not localcluster.exists(kube, f"/api/v1/namespaces/{SYSTEM_NAMESPACE}"):
-        return 0
-    return 1 + len(placementwatch.pods(kube, SYSTEM_NAMESPACE))
+def deployed(
+    kube: rest.Rest, plane: controlplane.ControlPlane, docs: Sequence[Mapping[str, Any]]
+) -> contextlib.AbstractContextManager[None]:
+    """`localcluster.deployed` on this scenario's nodes: nodeqos-system, the NodeMetric
+    spec above, deploy/crds (the colocation loop installs through it too)."""
+    return localcluster.deployed(
+        kube,
+        plane,
+        docs,
+        namespace=SYSTEM_NAMESPACE,
+        nodes=NODES,
+        nodemetric_spec=NODEMETRIC_SPEC,
+        crds=DEPLOY / "crds",
+        stall_timeout=STALL_TIMEOUT_S,
+    )
 
 
 @contextlib.contextmanager
@@ -236,45 +220,16 @@ def installed(
 ) -> Iterator[str]:
     """deploy/ with the overlay, agents Ready everywhere; yields a Ready extender replica's
     pod IP. Everything is removed (and kube-scheduler back to its defaults) on exit."""
-    localcluster.wait_drained(
-        lambda: _system_left(kube),
-        f"namespace {SYSTEM_NAMESPACE} from an earlier install to be gone",
-        stall_timeout=STALL_TIMEOUT_S,
-    )
-    for node in NODES:
-        body = {
-            "apiVersion": "slo.koordinator.sh/v1alpha1",
-            "kind": "NodeMetric",
-            "metadata": {"name": node},
-            "spec": NODEMETRIC_SPEC,
-        }
-        localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")  # an earlier agent's, default spec
-        kube.create(NODEMETRICS, body)
-    plane.install_crds(DEPLOY / "crds")
-    docs = manifests(image, state_dir)
-    try:
-        for doc in docs:
-            localcluster.apply(kube, doc)
-            if doc["kind"] == "Namespace":
-                wait_namespace_ready(kube, doc["metadata"]["name"])
+    with deployed(kube, plane, manifests(image, state_dir)):
         say(
             "applied deploy/ with the overlay: agents --node-usage-source=kubepods, "
             f"descheduler every 10s (LowNodeLoad cpu low {LOW_CPU}% / high {HIGH_CPU}%), "
             f"extender cpu threshold {EXTENDER_CPU}%"
         )
-        yield _wait_installed(kube, say)
-    finally:
-        plane.start_scheduler(None)
-        for doc in reversed(docs):
-            _delete(kube, doc)
-        with contextlib.suppress(TimeoutError):  # the next install waits for the rest
-            localcluster.wait_drained(
-                lambda: len(placementwatch.pods(kube, SYSTEM_NAMESPACE)),
-                f"the pods of {SYSTEM_NAMESPACE} to be gone",
-                stall_timeout=STALL_TIMEOUT_S,
-            )
-        for node in NODES:
-            localcluster.delete_path(kube, f"{NODEMETRICS}/{node}")
+        try:
+            yield _wait_installed(kube, say)
+        finally:
+            plane.start_scheduler(None)
 
 
 def _wait_installed(kube: rest.Rest, say: Say) -> str:
@@ -284,7 +239,7 @@ def _wait_installed(kube: rest.Rest, say: Say) -> str:
         agents = placementwatch.pods(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
         return {p["spec"].get("nodeName") for p in agents if placementwatch.ready(p)} >= set(NODES)
 
-    wait_for(ready_on_every_node, "a Ready nodeqos-agent on every node", timeout=180)
+    localcluster.wait_for(ready_on_every_node, "a Ready nodeqos-agent on every node", timeout=180)
 
     def extender_ip() -> str | None:
         found = placementwatch.pods(
@@ -293,8 +248,10 @@ def _wait_installed(kube: rest.Rest, say: Say) -> str:
         ips = [str(p["status"]["podIP"]) for p in found if placementwatch.ready(p)]
         return ips[0] if ips else None
 
-    ip: str = wait_for(extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180)
-    wait_for(
+    ip: str = localcluster.wait_for(
+        extender_ip, "a Ready nodeqos-scheduler-extender replica", timeout=180
+    )
+    localcluster.wait_for(
         functools.partial(_settled, kube),
         "a NodeMetric of every node covering the nodeqos pods it runs",
         timeout=240,
@@ -336,15 +293,6 @@ def _settled(kube: rest.Rest) -> bool:
         if placementwatch.parse_time(stamp) - interval <= placementwatch.parse_time(scheduled):
             return False
     return True
-
-
-def _delete(kube: rest.Rest, doc: Mapping[str, Any]) -> None:
-    group, version, plural, namespaced = localcluster.MANIFEST_KINDS[doc["kind"]]
-    meta = doc["metadata"]
-    namespace = meta.get("namespace") if namespaced else None
-    localcluster.delete_path(
-        kube, rest.object_path(group, version, plural, meta["name"], namespace=namespace)
-    )
 
 
 # -- the scenario ----------------------------------------------------------------------
@@ -398,7 +346,7 @@ def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
     """The namespace, the PDB and the Deployments, every pod Running on the hot node;
     returns the uids of those pods."""
     kube.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-    wait_namespace_ready(kube, NAMESPACE)
+    localcluster.wait_namespace_ready(kube, NAMESPACE)
     for workload in WORKLOADS:
         if workload.pdb:
             kube.create(
@@ -422,7 +370,9 @@ def start_workloads(kube: rest.Rest, say: Say) -> set[str]:
             pods = [p for p in placementwatch.pods(kube, NAMESPACE) if placementwatch.ready(p)]
             return pods if len(pods) == len(WORKLOADS) else None
 
-        pods = wait_for(running, f"{len(WORKLOADS)} busy pods Running on {HOT}", timeout=120)
+        pods = localcluster.wait_for(
+            running, f"{len(WORKLOADS)} busy pods Running on {HOT}", timeout=120
+        )
     finally:
         for node in others:
             _cordon(kube, node, False)
@@ -476,7 +426,7 @@ def run(
         return outcome
     finally:
         localcluster.delete_path(kube, f"/api/v1/namespaces/{NAMESPACE}")
-        wait_for(
+        localcluster.wait_for(
             lambda: not localcluster.exists(kube, f"/api/v1/namespaces/{NAMESPACE}"),
             f"namespace {NAMESPACE} to be gone",
             timeout=120,

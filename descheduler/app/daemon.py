@@ -27,6 +27,7 @@ from descheduler import config, evictions, features, framework
 from descheduler.app import health, leader, server, simulate, telemetry
 from descheduler.app.notices import config_warnings
 from kube import events, rest
+from kube import telemetry as kube_telemetry
 
 log = logging.getLogger("descheduler")
 
@@ -76,12 +77,7 @@ def build(
         raise StartupError([f"unknown eviction backend {options.backend!r}"])
     if options.dry_run:
         cfg = dataclasses.replace(cfg, dry_run=True)
-    parsed = []
-    for address in addresses:
-        try:
-            parsed.append(server.parse_address(address))
-        except ValueError as err:
-            raise StartupError([f"listen address: {err}"]) from None
+    parsed = _listen_addresses(addresses)
     # Every plugin problem first, before credentials and the network: a throwaway
     # build over an empty cluster raises exactly what the real one would.
     _build_runner(cfg, plugins, framework.StaticSource(), simulate.NoEvictions(), None)
@@ -91,14 +87,7 @@ def build(
     elect = options.leader_elect
     if elect is None:
         elect = cfg.leader_election.leader_elect and not options.once
-    try:
-        leadership = (
-            leader.Leadership.elected(client, cfg.leader_election, me, app_metrics.leader)
-            if elect
-            else leader.Leadership.alone(app_metrics.leader)
-        )
-    except ValueError as err:
-        raise StartupError([str(err)]) from None
+    leadership = _leadership(client, cfg, me, app_metrics, elect=elect)
     stopping = threading.Event()
     # Events are written off the eviction path, correlated, through a bounded queue.
     recorder = events.Broadcaster(
@@ -122,17 +111,7 @@ def build(
     runner = _build_runner(
         cfg, plugins, source, backend, registry, acting, recorder, gates=options.gates
     )
-    log.info(
-        "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",
-        telemetry.version(),
-        me,
-        ", ".join(p.name for p in cfg.profiles) or "none",
-        "on" if cfg.dry_run else "off",
-        options.backend,
-        f"on ({cfg.leader_election.resource_namespace}/{cfg.leader_election.resource_name})"
-        if elect
-        else "off",
-    )
+    _log_start(cfg, options, me, elect=elect)
     return Daemon(
         runner=runner,
         source=source,
@@ -143,6 +122,49 @@ def build(
         sync_timeout=options.sync_timeout if options.once else None,
         stopping=stopping,
         recorder=recorder,
+    )
+
+
+def _listen_addresses(addresses: list[str]) -> list[tuple[str, int]]:
+    """The --listen addresses parsed; a bad one is a StartupError."""
+    parsed = []
+    for address in addresses:
+        try:
+            parsed.append(server.parse_address(address))
+        except ValueError as err:
+            raise StartupError([f"listen address: {err}"]) from None
+    return parsed
+
+
+def _leadership(
+    client: rest.Rest,
+    cfg: config.DeschedulerConfiguration,
+    me: str,
+    app_metrics: telemetry.AppMetrics,
+    *,
+    elect: bool,
+) -> leader.Leadership:
+    """Campaign for the Lease when `elect`, else lead alone; unusable settings are a StartupError."""
+    try:
+        if elect:
+            return leader.Leadership.elected(client, cfg.leader_election, me, app_metrics.leader)
+        return leader.Leadership.alone(app_metrics.leader)
+    except ValueError as err:
+        raise StartupError([str(err)]) from None
+
+
+def _log_start(
+    cfg: config.DeschedulerConfiguration, options: Options, me: str, *, elect: bool
+) -> None:
+    election = cfg.leader_election
+    log.info(
+        "nodeqos-descheduler %s (%s): profiles %s, dry-run %s, %s backend, leader election %s",
+        kube_telemetry.version(),
+        me,
+        ", ".join(p.name for p in cfg.profiles) or "none",
+        "on" if cfg.dry_run else "off",
+        options.backend,
+        f"on ({election.resource_namespace}/{election.resource_name})" if elect else "off",
     )
 
 

@@ -121,21 +121,7 @@ class Runner:
         """
         gates = gates if gates is not None else features.Gates()
         cell = CycleCell()
-        core = EvictionCore(
-            cell=cell,
-            backend=backend,
-            metrics=metrics,
-            limits=Limits(
-                per_node=cfg.max_pods_to_evict_per_node,
-                per_namespace=cfg.max_pods_to_evict_per_namespace,
-                total=cfg.max_pods_to_evict_total,
-            ),
-            dry_run=cfg.dry_run,
-            clock=clock,
-            background=(
-                BackgroundRequests() if gates.enabled(features.EVICTIONS_IN_BACKGROUND) else None
-            ),
-        )
+        core = _eviction_core(cfg, cell, backend, metrics, clock, gates)
         built = build_profiles(
             cfg.profiles,
             registry,
@@ -336,3 +322,29 @@ class Runner:
             if interval <= timedelta(0):
                 return
             stop.wait(interval.total_seconds())
+
+
+def _eviction_core(
+    cfg: config.DeschedulerConfiguration,
+    cell: CycleCell,
+    backend: Backend,
+    metrics: Metrics,
+    clock: Clock,
+    gates: features.Gates,
+) -> EvictionCore:
+    """The evictor every profile shares: the policy's caps, dry run and background gate."""
+    return EvictionCore(
+        cell=cell,
+        backend=backend,
+        metrics=metrics,
+        limits=Limits(
+            per_node=cfg.max_pods_to_evict_per_node,
+            per_namespace=cfg.max_pods_to_evict_per_namespace,
+            total=cfg.max_pods_to_evict_total,
+        ),
+        dry_run=cfg.dry_run,
+        clock=clock,
+        background=(
+            BackgroundRequests() if gates.enabled(features.EVICTIONS_IN_BACKGROUND) else None
+        ),
+    )

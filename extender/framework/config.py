@@ -157,28 +157,44 @@ def _decode_profile(raw: object, path: FieldPath, registry: Registry, errors: Er
                 path.child(key), "unknown field; known fields are name, plugins, pluginConfig"
             )
     name = raw.get("name") or raw.get("schedulerName") or ""
-    plugins = raw.get("plugins") or {}
+    filters, scores = _decode_points(raw.get("plugins") or {}, path, registry, errors)
+    enabled = {e.name for e in (*filters, *scores)}
+    decoded = _decode_configs(raw.get("pluginConfig") or [], enabled, path, registry, errors)
+    return Profile(
+        filters, scores, {k: v for k, v in decoded.items() if v is not None}, False, str(name)
+    )
+
+
+def _decode_points(
+    plugins: object, path: FieldPath, registry: Registry, errors: Errors
+) -> tuple[tuple[Enabled, ...], tuple[Enabled, ...]]:
+    """A profile's `plugins`: the enabled filter and score plugins (other points refused)."""
     filters: tuple[Enabled, ...] = ()
     scores: tuple[Enabled, ...] = ()
     if not isinstance(plugins, Mapping):
         errors.add(path.child("plugins"), "must be a map of extension point to plugin set")
-    else:
-        for point, value in plugins.items():
-            where = path.child("plugins").child(str(point))
-            if point == ExtensionPoint.FILTER:
-                filters = _decode_enabled(value, where, ExtensionPoint.FILTER, registry, errors)
-            elif point == ExtensionPoint.SCORE:
-                scores = _decode_enabled(value, where, ExtensionPoint.SCORE, registry, errors)
-            elif point in _UNSERVABLE:
-                errors.add(
-                    where,
-                    f"the extender serves filter and score only ({_UNSERVABLE[point]}; see {GUIDE})",
-                )
-            else:
-                errors.add(where, "unknown extension point; known points are filter, score")
-    enabled = {e.name for e in (*filters, *scores)}
+        return filters, scores
+    for point, value in plugins.items():
+        where = path.child("plugins").child(str(point))
+        if point == ExtensionPoint.FILTER:
+            filters = _decode_enabled(value, where, ExtensionPoint.FILTER, registry, errors)
+        elif point == ExtensionPoint.SCORE:
+            scores = _decode_enabled(value, where, ExtensionPoint.SCORE, registry, errors)
+        elif point in _UNSERVABLE:
+            errors.add(
+                where,
+                f"the extender serves filter and score only ({_UNSERVABLE[point]}; see {GUIDE})",
+            )
+        else:
+            errors.add(where, "unknown extension point; known points are filter, score")
+    return filters, scores
+
+
+def _decode_configs(
+    configs: object, enabled: set[str], path: FieldPath, registry: Registry, errors: Errors
+) -> dict[str, object]:
+    """A profile's `pluginConfig`, then the default args of every enabled plugin it leaves out."""
     decoded: dict[str, object] = {}
-    configs = raw.get("pluginConfig") or []
     if not isinstance(configs, list):
         errors.add(path.child("pluginConfig"), "must be a list of {name, args}")
         configs = []
@@ -206,9 +222,7 @@ def _decode_profile(raw: object, path: FieldPath, registry: Registry, errors: Er
         if entry is not None and entry.args is not None:
             where = path.child("pluginConfig").named(plugin)
             decoded[plugin] = _decode_args(entry.args, {}, where, errors)
-    return Profile(
-        filters, scores, {k: v for k, v in decoded.items() if v is not None}, False, str(name)
-    )
+    return decoded
 
 
 def _decode_args(cls: type, raw: object, path: FieldPath, errors: Errors) -> object | None:

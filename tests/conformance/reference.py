@@ -435,6 +435,28 @@ def run(
     )
 
 
+def evictions(
+    point: str,
+    plugin: str,
+    args: Mapping[str, Any],
+    nodes: Sequence[objects.Node],
+    pods: Sequence[objects.Pod],
+    settings: Mapping[str, Any] = {},
+    *,
+    spare: bool = False,
+    metrics: Sequence[slo.NodeMetric] = (),
+    now: datetime = NOW,
+    sources: usagesources.Sources | None = None,
+) -> list[str]:
+    """One row replayed, the case runner of every plugin table: the row's profile
+    (`profile_of`), one real cycle (`run`) over its nodes (plus `with_spare` when
+    `spare`), and the names of the pods it evicted, in order (for `check`)."""
+    profile = profile_of(point, plugin, args, settings)
+    cluster = with_spare(nodes) if spare else nodes
+    report = run(profile, cluster, pods, metrics, now=now, sources=sources)
+    return evicted_names(report)
+
+
 SPARE = node("spare", 1000, 3000, 10, unschedulable)
 
 

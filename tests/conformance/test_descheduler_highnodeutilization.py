@@ -39,6 +39,7 @@ from tests.conformance.reference import (
 )
 
 TITLE = "descheduler HighNodeUtilization"
+PLUGIN = "HighNodeUtilization"
 FILE = (
     "kubernetes-sigs/descheduler pkg/framework/plugins/nodeutilization/highnodeutilization_test.go"
 )
@@ -250,16 +251,6 @@ TAINTS = [
 ]
 
 
-def run(
-    args: Mapping[str, Any],
-    nodes: Sequence[objects.Node],
-    pods: Sequence[objects.Pod],
-    settings: Mapping[str, Any],
-) -> list[str]:
-    profile = ref.profile_of("balance", "HighNodeUtilization", args, settings)
-    return ref.evicted_names(ref.run(profile, nodes, pods))
-
-
 @pytest.mark.parametrize(("args", "nodes", "pods", "expect"), CASES)
 def test_case(
     args: Mapping[str, Any],
@@ -268,7 +259,8 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (or which pods, where the row names them)."""
-    ref.check(run(args, nodes, pods, {"nodeFit": True}), expect)
+    evicted = ref.evictions("balance", PLUGIN, args, nodes, pods, {"nodeFit": True})
+    ref.check(evicted, expect)
 
 
 @pytest.mark.parametrize(("nodes", "pods", "expect"), TAINTS)
@@ -277,7 +269,9 @@ def test_taints(
 ) -> None:
     """A tainted node receives only the pods that tolerate its taint."""
     per_node = {"maxNoOfPodsToEvictPerNode": expect.reference}
-    ref.check(run({"thresholds": {"cpu": 40}}, nodes, pods, per_node), expect)
+    ref.check(
+        ref.evictions("balance", PLUGIN, {"thresholds": {"cpu": 40}}, nodes, pods, per_node), expect
+    )
 
 
 ALL = (CASES, TAINTS)

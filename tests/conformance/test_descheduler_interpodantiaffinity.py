@@ -165,8 +165,8 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions."""
-    profile = ref.profile_of("deschedule", "RemovePodsViolatingInterPodAntiAffinity", {}, settings)
-    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
+    plugin = "RemovePodsViolatingInterPodAntiAffinity"
+    ref.check(ref.evictions("deschedule", plugin, {}, nodes, pods, settings, spare=True), expect)
 
 
 ALL = (CASES,)

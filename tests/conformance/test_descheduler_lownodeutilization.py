@@ -334,8 +334,7 @@ def run(
     settings: Mapping[str, Any] | None = None,
 ) -> list[str]:
     settings = {"nodeFit": True, **(settings or {})}
-    profile = ref.profile_of("balance", "LowNodeUtilization", args, settings)
-    return ref.evicted_names(ref.run(profile, nodes, pods))
+    return ref.evictions("balance", "LowNodeUtilization", args, nodes, pods, settings)
 
 
 @pytest.mark.parametrize(("args", "nodes", "pods", "expect"), CASES)

@@ -139,8 +139,10 @@ def run(
     pods: Sequence[objects.Pod],
     sources: usagesources.Sources,
 ) -> list[str]:
-    profile = ref.profile_of("balance", "LowNodeUtilization", args, {"nodeFit": True})
-    return ref.evicted_names(ref.run(profile, nodes, pods, sources=sources))
+    settings = {"nodeFit": True}
+    return ref.evictions(
+        "balance", "LowNodeUtilization", args, nodes, pods, settings, sources=sources
+    )
 
 
 @pytest.mark.parametrize(("args", "nodes", "pods", "node_m", "pod_m", "expect"), CASES)

@@ -225,12 +225,12 @@ def test_case(
 ) -> None:
     """The row's number of evictions."""
     args = {"nodeAffinityType": [kind]}
-    profile = ref.profile_of("deschedule", "RemovePodsViolatingNodeAffinity", args, settings)
+    plugin = "RemovePodsViolatingNodeAffinity"
     if expect.wanted == CONFIG_ERROR:
         with pytest.raises(ConfigError, match="nodeAffinityType"):
-            ref.run(profile, ref.with_spare(nodes), pods)
+            ref.evictions("deschedule", plugin, args, nodes, pods, settings, spare=True)
         return
-    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
+    ref.check(ref.evictions("deschedule", plugin, args, nodes, pods, settings, spare=True), expect)
 
 
 ALL = (CASES,)

@@ -255,8 +255,8 @@ def test_case(
     """The row's number of evictions."""
     args = {k: v for k, v in settings.items() if k in _PLUGIN}
     rest = {k: v for k, v in settings.items() if k not in _PLUGIN}
-    profile = ref.profile_of("deschedule", "RemovePodsViolatingNodeTaints", args, rest)
-    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
+    plugin = "RemovePodsViolatingNodeTaints"
+    ref.check(ref.evictions("deschedule", plugin, args, nodes, pods, rest, spare=True), expect)
 
 
 def toleration(**raw: str) -> constraints.Toleration:

@@ -583,16 +583,6 @@ CASES = [
 ]
 
 
-def run(
-    args: Mapping[str, Any],
-    nodes: Sequence[objects.Node],
-    pods: Sequence[objects.Pod],
-    settings: Mapping[str, Any],
-) -> list[str]:
-    profile = ref.profile_of("deschedule", "PodLifeTime", args, settings)
-    return ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods, now=NOW))
-
-
 @pytest.mark.parametrize(("args", "nodes", "pods", "settings", "expect"), CASES)
 def test_case(
     args: Mapping[str, Any],
@@ -602,7 +592,10 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (or which pods, where the row names them)."""
-    ref.check(run(args, nodes, pods, settings), expect)
+    evicted = ref.evictions(
+        "deschedule", "PodLifeTime", args, nodes, pods, settings, spare=True, now=NOW
+    )
+    ref.check(evicted, expect)
 
 
 VALIDATION = [

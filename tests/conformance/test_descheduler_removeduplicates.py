@@ -361,8 +361,7 @@ def test_case(
     """The row's number of evictions."""
     args = {k: v for k, v in settings.items() if k != "nodeFit"}
     evictor = {k: v for k, v in settings.items() if k == "nodeFit"}
-    profile = ref.profile_of("balance", "RemoveDuplicates", args, evictor)
-    ref.check(ref.evicted_names(ref.run(profile, nodes, pods)), expect)
+    ref.check(ref.evictions("balance", "RemoveDuplicates", args, nodes, pods, evictor), expect)
 
 
 ALL = (FIND_CASES, UNIFORM_CASES)

@@ -241,8 +241,11 @@ def test_case(
     # The table builds its args without upstream's defaulting, so an unset
     # minPodLifetimeSeconds means no minimum there (defaulting would make it 3600).
     args = {"minPodLifetimeSeconds": 0, **args}
-    profile = ref.profile_of("deschedule", "RemoveFailedPods", args, {"nodeFit": node_fit})
-    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
+    settings = {"nodeFit": node_fit}
+    evicted = ref.evictions(
+        "deschedule", "RemoveFailedPods", args, nodes, pods, settings, spare=True
+    )
+    ref.check(evicted, expect)
 
 
 ALL = (CASES,)

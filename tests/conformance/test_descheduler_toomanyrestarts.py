@@ -280,8 +280,8 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions."""
-    profile = ref.profile_of("deschedule", "RemovePodsHavingTooManyRestarts", args, settings)
-    ref.check(ref.evicted_names(ref.run(profile, ref.with_spare(nodes), pods)), expect)
+    plugin = "RemovePodsHavingTooManyRestarts"
+    ref.check(ref.evictions("deschedule", plugin, args, nodes, pods, settings, spare=True), expect)
 
 
 ALL = (CASES,)

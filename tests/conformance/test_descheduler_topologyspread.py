@@ -577,11 +577,9 @@ def test_case(
     expect: ref.Expect,
 ) -> None:
     """The row's number of evictions (and which pods, where the row lists them)."""
+    plugin = "RemovePodsViolatingTopologySpreadConstraint"
     settings = {"nodeFit": node_fit}
-    profile = ref.profile_of(
-        "balance", "RemovePodsViolatingTopologySpreadConstraint", args, settings
-    )
-    ref.check(ref.evicted_names(ref.run(profile, nodes, the_pods)), expect)
+    ref.check(ref.evictions("balance", plugin, args, nodes, the_pods, settings), expect)
 
 
 ALL = (CASES,)

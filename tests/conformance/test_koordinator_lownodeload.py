@@ -361,12 +361,10 @@ def lownodeload_args(row: Mapping[str, Any]) -> dict[str, Any]:
 def run_row(
     row: Mapping[str, Any], nodes: Sequence[objects.Node], pods: Sequence[objects.Pod]
 ) -> list[str]:
-    top = dict(ref.NO_CAPS)
-    if "maxNoOfPodsToEvictTotal" in row:
-        top["maxNoOfPodsToEvictTotal"] = row["maxNoOfPodsToEvictTotal"]
-    profile = ref.Profile(balance={"LowNodeLoad": lownodeload_args(row)}, top=top)
+    caps = {k: row[k] for k in ("maxNoOfPodsToEvictTotal",) if k in row}
     metrics = ref.nodemetrics(nodes, ref.request_usage(pods))
-    return ref.evicted_names(ref.run(profile, nodes, pods, metrics))
+    args = lownodeload_args(row)
+    return ref.evictions("balance", "LowNodeLoad", args, nodes, pods, caps, metrics=metrics)
 
 
 @pytest.mark.parametrize(("row", "nodes", "pods", "expect"), CASES)

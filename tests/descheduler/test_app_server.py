@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from descheduler.app import health, server, telemetry
+from kube import telemetry as kube_telemetry
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def test_metrics_has_build_info_and_leader(endpoint: tuple[str, CollectorRegistr
     status, content_type, body = get(url + "/metrics")
     assert status == 200
     assert content_type.startswith("text/plain")
-    assert f'nodeqos_descheduler_build_info{{version="{telemetry.version()}"}} 1.0' in body
+    assert f'nodeqos_descheduler_build_info{{version="{kube_telemetry.version()}"}} 1.0' in body
     assert "nodeqos_descheduler_leader 1.0" in body
 
 

@@ -354,25 +354,10 @@ def plan(
         node.name: NodeReport(node.name, None, Role.UNPOOLED, detail="selected by no node pool")
         for node in unpooled
     }
-    pool_loads: list[list[usage.NodeLoad]] = []
-    for pool, pool_nodes in zip(pools, members, strict=True):
-        known = []
-        for node in pool_nodes:
-            load = usage.node_load(
-                node,
-                metrics.get(node.name),
-                pods_by_node.get(node.name, ()),
-                now=now,
-                expiration=expiration,
-                arrived=arrivals.get(node.name, ()) if arrivals else (),
-            )
-            if isinstance(load, usage.Unavailable):
-                reports[node.name] = NodeReport(
-                    node.name, pool.name, Role.UNKNOWN, METRICS_EXPIRED, str(load)
-                )
-            else:
-                known.append(load)
-        pool_loads.append(known)
+    pool_loads = [
+        _known_loads(pool, pool_nodes, pods_by_node, metrics, arrivals, reports, now, expiration)
+        for pool, pool_nodes in zip(pools, members, strict=True)
+    ]
     ledger = fit.Ledger({load.name: load for known in pool_loads for load in known}, pods_by_node)
     chosen = tuple(s.selector for s in args.pod_selectors if s.selector is not None)
     cycle = _Cycle(
@@ -393,3 +378,33 @@ def plan(
         cycle.stopped,
         cycle.untried,
     )
+
+
+def _known_loads(
+    pool: NodePool,
+    pool_nodes: Sequence[objects.Node],
+    pods_by_node: Mapping[objects.NodeName, Sequence[objects.Pod]],
+    metrics: Mapping[str, slo.NodeMetric],
+    arrivals: Mapping[objects.NodeName, Sequence[objects.Pod]] | None,
+    reports: dict[objects.NodeName, NodeReport],
+    now: datetime,
+    expiration: timedelta,
+) -> list[usage.NodeLoad]:
+    """The loads of a pool's nodes; a node without a usable NodeMetric gets its report."""
+    known = []
+    for node in pool_nodes:
+        load = usage.node_load(
+            node,
+            metrics.get(node.name),
+            pods_by_node.get(node.name, ()),
+            now=now,
+            expiration=expiration,
+            arrived=arrivals.get(node.name, ()) if arrivals else (),
+        )
+        if isinstance(load, usage.Unavailable):
+            reports[node.name] = NodeReport(
+                node.name, pool.name, Role.UNKNOWN, METRICS_EXPIRED, str(load)
+            )
+        else:
+            known.append(load)
+    return known

@@ -226,31 +226,9 @@ class LowNodeUtilization:
             over = classify.over(meter.used(source.name), capacity, high)
             if not over:
                 return True
-            room = pool.headroom()
-            full = [name for name, free in room.items() if free <= 0]
-            if full:
-                self._note(
-                    Reason.NO_DESTINATION,
-                    f"underutilized nodes have no room left on {', '.join(full)};"
-                    f" node {source.name} stays above targetThresholds",
-                )
+            if self._stopped(source, pool, evicted, node_limit):
                 return True
-            if node_limit is not None and evicted >= node_limit:
-                self._note(
-                    Reason.LIMIT_REACHED,
-                    f"evictionLimits.node {node_limit} reached on node {source.name}",
-                )
-                return True
-            amount = meter.of_pod(pod)
-            found: objects.Node | Refusal
-            if amount is None:
-                detail = f"the NodeMetric of {source.name} does not report the pod"
-                found = Refusal(Reason.NO_FIT, detail, NAME)
-            elif not meter.unconstrained and not any(amount.get(name, 0) > 0 for name in over):
-                detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
-                found = Refusal(Reason.FILTERED, detail, NAME)
-            else:
-                found = pool.place(pod, amount, excluding=source.name, plugin=NAME)
+            found = self._destination(meter, pool, pod, source, over)
             if isinstance(found, Refusal):
                 self.handle.decisions.skip(pod, plugin=NAME, reason=found)
                 continue
@@ -276,6 +254,45 @@ class LowNodeUtilization:
             elif evictor.node_limit_reached(source.name):
                 return True
         return True
+
+    def _stopped(
+        self, source: objects.Node, pool: destinations.Pool, evicted: int, node_limit: int | None
+    ) -> bool:
+        """Whether draining `source` stops here: no room left below, or evictionLimits.node."""
+        full = [name for name, free in pool.headroom().items() if free <= 0]
+        if full:
+            self._note(
+                Reason.NO_DESTINATION,
+                f"underutilized nodes have no room left on {', '.join(full)};"
+                f" node {source.name} stays above targetThresholds",
+            )
+            return True
+        if node_limit is not None and evicted >= node_limit:
+            self._note(
+                Reason.LIMIT_REACHED,
+                f"evictionLimits.node {node_limit} reached on node {source.name}",
+            )
+            return True
+        return False
+
+    def _destination(
+        self,
+        meter: Meter,
+        pool: destinations.Pool,
+        pod: objects.Pod,
+        source: objects.Node,
+        over: Sequence[str],
+    ) -> objects.Node | Refusal:
+        """Where `pod` would go, or why it stays: unmeasured, frees nothing `source` is
+        over on, or no underutilized node fits it."""
+        amount = meter.of_pod(pod)
+        if amount is None:
+            detail = f"the NodeMetric of {source.name} does not report the pod"
+            return Refusal(Reason.NO_FIT, detail, NAME)
+        if not meter.unconstrained and not any(amount.get(name, 0) > 0 for name in over):
+            detail = f"frees none of {', '.join(over)}, which node {source.name} is over on"
+            return Refusal(Reason.FILTERED, detail, NAME)
+        return pool.place(pod, amount, excluding=source.name, plugin=NAME)
 
     def _in_namespaces(self, pods: Iterable[objects.Pod]) -> list[objects.Pod]:
         """Unfinished pods within evictableNamespaces; the excluded ones are reported."""
