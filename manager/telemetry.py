@@ -78,7 +78,9 @@ class Metrics:
         )
         self.batch_allocatable = Gauge(
             "nodeqos_manager_node_batch_allocatable",
-            "Batch resources the manager computed for a node (cpu in cores, memory in bytes).",
+            "Batch and Mid resources the manager computed for a node, by extended resource name"
+            " (kubernetes.io/batch-cpu, batch-memory, mid-cpu, mid-memory; cpu in cores,"
+            " memory in bytes).",
             ["node", "resource"],
             registry=registry,
         )

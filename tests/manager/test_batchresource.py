@@ -214,7 +214,7 @@ def test_controller_patches_batch_resources_and_keeps_kubelet_fields(
 def test_controller_patches_mid_resources_beside_batch(running: tuple[Any, ...]) -> None:
     """A NodeMetric with prodReclaimableMetric: mid-cpu/mid-memory appear in capacity and
     allocatable beside batch-cpu, as min(reclaimable, unused); a stale one sets them to 0."""
-    kube, controller, name, clock, _registry = running
+    kube, controller, name, clock, registry = running
     _put_metric(kube, name, clock.now, reclaimable={"cpu": "1200m", "memory": "3Gi"})
 
     def status_of(key: str) -> str | None:
@@ -227,10 +227,19 @@ def test_controller_patches_mid_resources_beside_batch(running: tuple[Any, ...])
     assert after["allocatable"][mid.MID_MEMORY] == str(3 * GI)
     assert after["allocatable"][batch.BATCH_CPU] == "1900"
 
+    def gauge(resource: str) -> float | None:
+        labels = {"node": name, "resource": resource}
+        return registry.get_sample_value("nodeqos_manager_node_batch_allocatable", labels)
+
+    # one gauge for both tiers, the resource names as label values
+    assert (gauge(mid.MID_CPU), gauge(mid.MID_MEMORY)) == (pytest.approx(1.2), 3 * GI)
+    assert gauge(batch.BATCH_CPU) == pytest.approx(1.9)
+
     clock.now += timedelta(minutes=16)
     controller.mark_all()
     eventually(lambda: status_of(mid.MID_CPU) == "0", "mid-cpu degraded to 0")
     assert status_of(mid.MID_MEMORY) == "0"
+    assert (gauge(mid.MID_CPU), gauge(mid.MID_MEMORY)) == (0, 0)
 
 
 @pytest.mark.controlplane
