@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from prometheus_client import CollectorRegistry
 from agent import assembly, config
 from bench import write_results
 from cgroups import CgroupVersion, Driver, QoSLevel
+from metriccache import kinds
 
 CONTAINERS_PER_POD = 2
 BATCHES, ROUNDS_PER_BATCH = 3, 100
@@ -177,25 +180,60 @@ def time_rounds(pods: int, version: CgroupVersion, driver: Driver) -> dict[str, 
     }
 
 
-def child(cgroup_root: Path, proc_root: Path, state: Path) -> None:
-    """The RSS child: run the loop, stop at each checkpoint until the parent says go."""
+def _training(
+    agent: assembly.Agent, clock: SimClock, uids: Callable[[], Iterable[str]]
+) -> Callable[[], bool]:
+    """The in-cluster agent's peak predictor (`agent.cluster` wires it the same way) over
+    the fake node's pods, all Prod, with koordlet's defaults: trained after a round once
+    per simulated minute from the metric cache's p90s, checkpointed every 10 minutes."""
+    from agent import predictor
+    from kube import classify
+
+    peaks = predictor.PeakPredictor(predictor.PredictorConfig(), agent.cache)
+
+    def pods() -> dict[str, classify.PriorityClass]:
+        return dict.fromkeys(uids(), classify.PriorityClass.PROD)
+
+    loop = predictor.PredictionLoop(peaks, agent.cache, pods, clock.time, clock.monotonic)
+    return loop.after_round
+
+
+def child(cgroup_root: Path, proc_root: Path, state: Path, *, predict: bool = False) -> None:
+    """The RSS child: run the loop, stop at each checkpoint until the parent says go.
+    With `predict`, the peak predictor trains after the rounds as in the in-cluster agent;
+    the CPU of each training (ms) is printed as a JSON list before the child exits."""
     agent, clock = assemble(cgroup_root, proc_root, state)
+    # the pods the collectors saw stand for what the agent's pod informer lists
+    seen: set[str] = set()
+    train = _training(agent, clock, lambda: seen) if predict else None
+    update_ms: list[float] = []
     done = 0
     for checkpoint in RSS_CHECKPOINTS:
         while done < checkpoint:
-            agent.collection.run_round()
+            rnd = agent.collection.run_round()
+            if not seen:
+                seen.update(s.labels[kinds.POD_UID] for s in rnd.samples if s.kind.pod_scoped)
+            if train is not None:
+                started = time.thread_time()
+                if train():
+                    update_ms.append(round((time.thread_time() - started) * 1000, 2))
             done += 1
             tick(agent, clock, done)
         print(done, flush=True)
         sys.stdin.readline()
+    if predict:
+        print(json.dumps(update_ms), flush=True)
     agent.close()
 
 
-def steady_rss(pods: int) -> dict[str, Any]:
-    """The child's RSS (MiB) at each checkpoint."""
+def steady_rss(pods: int, *, predict: bool = False) -> dict[str, Any]:
+    """The child's RSS (MiB) at each checkpoint; with `predict`, the predictor's CPU per
+    training too (`prediction_update_cpu_ms`)."""
     with tempfile.TemporaryDirectory(prefix="nodeqos-bench-") as tmp:
         cgroup_root, proc_root = write_node(Path(tmp), pods, CgroupVersion.V2, Driver.SYSTEMD)
         args = ["--child", str(cgroup_root), str(proc_root), str(Path(tmp) / "state")]
+        if predict:
+            args.append("--predict")
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.agent_collect", *args],
             cwd=REPO,
@@ -212,13 +250,18 @@ def steady_rss(pods: int) -> dict[str, Any]:
                 readings[rounds] = round(rss / MIB, 1)
                 proc.stdin.write("\n")
                 proc.stdin.flush()
+            update_ms = json.loads(proc.stdout.readline()) if predict else []
             proc.wait(timeout=120)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
     last = readings[str(RSS_CHECKPOINTS[-1])]
-    return {"rss_mib_by_round": readings, "steady_rss_mib": last}
+    found: dict[str, Any] = {"rss_mib_by_round": readings, "steady_rss_mib": last}
+    if predict:
+        found["prediction_updates"] = len(update_ms)
+        found["prediction_update_cpu_ms"] = update_ms
+    return found
 
 
 def main() -> int:
@@ -267,8 +310,9 @@ def main() -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", nargs=3, metavar=("CGROUP_ROOT", "PROC_ROOT", "STATE"))
+    parser.add_argument("--predict", action="store_true")
     options = parser.parse_args()
     if options.child:
-        child(*(Path(p) for p in options.child))
+        child(*(Path(p) for p in options.child), predict=options.predict)
     else:
         sys.exit(main())
