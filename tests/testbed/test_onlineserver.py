@@ -82,7 +82,9 @@ def test_measure_gives_vegetas_figures_and_the_node_roots_cpu(
     idle = onlineserver.measure(
         server, generator, rate=50, seconds=2, workdir=tmp_path / "a", node_cpus=2
     )
-    assert (idle.requests, idle.errors) == (100, 0)
+    # 50/s for 2 s; vegeta's pacer stops at the deadline, so a starved generator sends
+    # a few less (98 at load 15), never more
+    assert 90 <= idle.requests <= 100 and idle.errors == 0
     assert 0 < idle.p50_ms <= idle.p99_ms <= idle.p999_ms
     assert idle.node_cpu_percent == 0.0
     procs = onlineserver.CPUACCT / f"nodeqos-{node_root}" / "cgroup.procs"
@@ -96,5 +98,5 @@ def test_measure_gives_vegetas_figures_and_the_node_roots_cpu(
     finally:
         busy.kill()
         busy.wait(timeout=10)
-    assert loaded.requests == 100
+    assert 90 <= loaded.requests <= 100
     assert loaded.node_cpu_percent > 5.0  # one busy thread of two cores, on a shared machine
