@@ -3,10 +3,8 @@ with the real vegeta and a real cgroup v1 node root."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,31 +12,6 @@ from pathlib import Path
 import pytest
 
 from testbed import onlineserver, vegeta
-
-
-class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"<p>online</p>"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 @pytest.fixture
@@ -74,10 +47,10 @@ def test_problem_names_the_waiting_reason() -> None:
 
 
 def test_measure_gives_vegetas_figures_and_the_node_roots_cpu(
-    url: str, node_root: str, tmp_path: Path
+    page: str, node_root: str, tmp_path: Path
 ) -> None:
     """An idle node root reads 0 % and a busy one more; every request sent is counted."""
-    server = onlineserver.Server(url, "uid", node_root)
+    server = onlineserver.Server(page, "uid", node_root)
     generator = vegeta.find()
     idle = onlineserver.measure(
         server, generator, rate=50, seconds=2, workdir=tmp_path / "a", node_cpus=2
