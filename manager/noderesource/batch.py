@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from kube import classify, objects, quantity, slo
 from manager.noderesource import config, normalization
@@ -45,15 +45,25 @@ _CPU, _MEM = quantity.CPU, quantity.MEMORY
 
 
 @dataclass(frozen=True, slots=True)
-class BatchAllocatable:
-    """The node's batch-cpu (millicores) and batch-memory (bytes), and why if degraded."""
+class TierAllocatable:
+    """A reclaimed tier's CPU (millicores) and memory (bytes) on a node, and why if
+    degraded; each tier names its two extended resources in `RESOURCES`."""
 
+    RESOURCES: ClassVar[tuple[str, str]]
     cpu: int
     memory: int
     degraded: str | None = None
 
     def as_resources(self) -> dict[str, int]:
-        return {BATCH_CPU: self.cpu, BATCH_MEMORY: self.memory}
+        cpu_name, memory_name = self.RESOURCES
+        return {cpu_name: self.cpu, memory_name: self.memory}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAllocatable(TierAllocatable):
+    """The node's batch-cpu and batch-memory."""
+
+    RESOURCES = (BATCH_CPU, BATCH_MEMORY)
 
 
 def priority(pod: objects.Pod) -> classify.PriorityClass:

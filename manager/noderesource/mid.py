@@ -41,15 +41,10 @@ _CPU, _MEM = quantity.CPU, quantity.MEMORY
 
 
 @dataclass(frozen=True, slots=True)
-class MidAllocatable:
-    """The node's mid-cpu (millicores) and mid-memory (bytes), and why if degraded."""
+class MidAllocatable(batch.TierAllocatable):
+    """The node's mid-cpu and mid-memory."""
 
-    cpu: int
-    memory: int
-    degraded: str | None = None
-
-    def as_resources(self) -> dict[str, int]:
-        return {MID_CPU: self.cpu, MID_MEMORY: self.memory}
+    RESOURCES = (MID_CPU, MID_MEMORY)
 
 
 def _prod_requests(pods: Iterable[objects.Pod]) -> dict[str, int]:
