@@ -383,8 +383,14 @@ def installed(
                     f"cpuReclaimThresholdPercent {RECLAIM_PERCENT}, report every "
                     f"{REPORT_SECONDS}s, updateTimeThresholdSeconds {UPDATE_SECONDS}, "
                     f"degradeTimeMinutes {DEGRADE_MINUTES}, {SMALL} capped at "
-                    f"batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; BE suppression cfsQuota "
-                    f"at {SUPPRESS_PERCENT}%; ClusterColocationProfile {PROFILE} "
+                    f"batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; "
+                    + (
+                        f"BE suppression cfsQuota at {SUPPRESS_PERCENT}%"
+                        if thresholds is None
+                        else f"resource-threshold-config {json.dumps(thresholds)}"
+                    )
+                    + (f"; agent {' '.join(agent_args)}" if agent_args else "")
+                    + f"; ClusterColocationProfile {PROFILE} "
                     "(namespaces colocation=on, pods role=batch → BE)"
                 )
                 _wait_installed(kube)

@@ -9,8 +9,9 @@ carries `prodReclaimableMetric` and the manager publishes `kubernetes.io/mid-cpu
 A ClusterColocationProfile maps the pods labelled ``role=mid`` to the PriorityClass
 `koord-mid` (7000, Koordinator's), so the API server rewrites their cpu/memory into
 mid-cpu/mid-memory; kube-scheduler places such a pod on n1 and the agent gives its
-pod cgroup the shares, quota and memory limit of those resources. Then a Prod pod on
-n1 burns a core: the Prod peak rises and n1's mid-cpu shrinks.
+pod cgroup the shares, quota and memory limit of those resources. Then the Prod pod
+starts burning a core (a file the test creates in a hostPath directory): its predicted
+peak rises and n1's mid-cpu shrinks.
 
 Two shared cores carry the nodes and whatever else runs: every wait is a condition
 with a deadline and the load checks are directions (appears, shrinks).
@@ -46,18 +47,23 @@ PRIORITY_CLASSES = colocationloop.PRIORITY_CLASSES
 PROD_REQUEST_MILLIS = 800
 MID_REQUEST_MILLIS, MID_LIMIT_MILLIS = 200, 500
 MID_MEMORY_LIMIT = 64 << 20
-BURST_REQUEST_MILLIS = 100
-# mid-cpu must fall by more than the burst's request: only its predicted peak does that
-SHRINK_MILLIS = BURST_REQUEST_MILLIS + 150
+# web's requests do not change when it starts burning: only its predicted peak can take
+# this much off mid-cpu (a busy thread measures several hundred millicores even here)
+SHRINK_MILLIS = 250
 CYCLE = colocationloop.REPORT_SECONDS + colocationloop.UPDATE_SECONDS
 CGROUP = Path("/sys/fs/cgroup")  # cgroup v1, as testbed.localnodes requires
 
 
 def _deployment(
-    name: str, namespace: str, command: str, resources: dict[str, Any]
+    name: str,
+    namespace: str,
+    command: str,
+    resources: dict[str, Any],
+    trigger: Path | None = None,
 ) -> dict[str, Any]:
+    """One busybox replica on n1; `trigger`, a host directory, mounted at /trigger."""
     labels = {"app": name, "role": "mid" if namespace == MID_NAMESPACE else "prod"}
-    return {
+    found: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace},
@@ -83,6 +89,13 @@ def _deployment(
             },
         },
     }
+    if trigger is not None:
+        spec = found["spec"]["template"]["spec"]
+        spec["volumes"] = [
+            {"name": "trigger", "hostPath": {"path": str(trigger), "type": "Directory"}}
+        ]
+        spec["containers"][0]["volumeMounts"] = [{"name": "trigger", "mountPath": "/trigger"}]
+    return found
 
 
 def _profile() -> dict[str, Any]:
@@ -138,6 +151,7 @@ def test_predicted_prod_slack_becomes_mid_capacity_for_mid_pods(
     """Prediction in the NodeMetric, mid-cpu on the Node, a Mid pod with Mid cgroups on it,
     and mid-cpu shrinking once the Prod peak rises."""
     kube = real_cluster.kube
+    trigger = tmp_path_factory.mktemp("mid-trigger")  # on the host: the nodes are local
     lines: list[str] = []
 
     def say(text: str) -> None:
@@ -185,11 +199,13 @@ def test_predicted_prod_slack_becomes_mid_capacity_for_mid_pods(
                 _deployment(
                     "web",
                     PROD_NAMESPACE,
-                    "sleep 100000",
+                    # idle until the test touches the trigger file on the host, then busy
+                    "until [ -e /trigger/burn ]; do sleep 1; done; while :; do :; done",
                     {
                         "requests": {"cpu": f"{PROD_REQUEST_MILLIS}m", "memory": "512Mi"},
                         "limits": {"cpu": "2", "memory": "1Gi"},
                     },
+                    trigger=trigger,
                 ),
             )
             wait_for(
@@ -260,35 +276,34 @@ def test_predicted_prod_slack_becomes_mid_capacity_for_mid_pods(
                 f"cgroup quota/shares/memory {cgroups()}"
             )
 
-            # 3. the Prod load's peak rises: a Prod pod burns a core; mid-cpu shrinks
+            # 3. the Prod load's peak rises: the web pod starts burning a core; mid-cpu shrinks
             mid_before = _mid_cpu(kube) or 0
-            localcluster.apply(
-                kube,
-                _deployment(
-                    "burst",
-                    PROD_NAMESPACE,
-                    "while :; do :; done",
-                    {
-                        "requests": {"cpu": f"{BURST_REQUEST_MILLIS}m", "memory": "32Mi"},
-                        "limits": {"cpu": "2", "memory": "64Mi"},
-                    },
-                ),
-            )
-            wait_for(
-                lambda: len(_running(kube, PROD_NAMESPACE)) == 2,
-                "the burst pod Running",
-                timeout=120,
-            )
+            (trigger / "burn").touch()
             started = time.monotonic()
-            mid_after = wait_for(
-                lambda: (v := _mid_cpu(kube)) is not None and v < mid_before - SHRINK_MILLIS and v,
-                f"{NODE}'s mid-cpu to shrink below {mid_before - SHRINK_MILLIS}m",
-                timeout=3 * CYCLE,
-            )
+            shown: list[int | None] = []
+
+            def shrunk() -> int | None:
+                value = _mid_cpu(kube)
+                if not shown or shown[-1] != value:
+                    shown.append(value)
+                return value if value is not None and value < mid_before - SHRINK_MILLIS else None
+
+            try:
+                mid_after = wait_for(
+                    shrunk,
+                    f"{NODE}'s mid-cpu to shrink below {mid_before - SHRINK_MILLIS}m",
+                    timeout=3 * CYCLE,
+                )
+            except TimeoutError as err:
+                reclaimable_now = _reclaimable_millis(kube)
+                raise AssertionError(
+                    f"{err}: mid-cpu went {shown}, prodReclaimableMetric cpu {reclaimable_now}m\n"
+                    f"{story()}"
+                ) from None
             shrink_seconds = time.monotonic() - started
             say(
-                f"{NODE}: mid-cpu {mid_before}m -> {mid_after}m {shrink_seconds:.0f}s after the "
-                f"burst started (one report + one update: {CYCLE}s)"
+                f"{NODE}: mid-cpu {mid_before}m -> {mid_after}m {shrink_seconds:.0f}s after web "
+                f"started burning (one report + one update: {CYCLE}s; went {shown})"
             )
         finally:
             for namespace in (MID_NAMESPACE, PROD_NAMESPACE):
