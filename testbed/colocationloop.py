@@ -48,7 +48,7 @@ import functools
 import json
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,9 @@ PRIORITY_CLASS = "koord-batch"  # Koordinator's batch PriorityClass and value
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
+MID_CPU = "kubernetes.io/mid-cpu"
+MID_MEMORY = "kubernetes.io/mid-memory"
+EXTENDED_RESOURCES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 DEGRADED_REASON = "BatchResourceDegraded"  # manager.batchresource's Event reason
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")  # cgroup v1, as testbed.localnodes requires
 NODEMETRICS = placementloop.NODEMETRICS
@@ -151,8 +154,17 @@ def threshold_config() -> dict[str, Any]:
     }
 
 
-def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
-    """deploy/ for one host (placementloop.one_host_manifests) with the colocation overlay."""
+def manifests(
+    image: str,
+    state_dir: Path,
+    *,
+    agent_args: Sequence[str] = (),
+    thresholds: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """deploy/ for one host (placementloop.one_host_manifests) with the colocation overlay;
+    `agent_args` appended to the agent's, `thresholds` instead of `threshold_config()`
+    (the Mid scenario of tests/e2e/test_mid.py shortens the predictor's cold start and
+    turns BE suppression off, which would unset the Mid pods' quotas too)."""
     docs = []
     for doc in placementloop.one_host_manifests(image, state_dir):
         name = doc["metadata"]["name"]
@@ -164,6 +176,7 @@ def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
             spec = doc["spec"]["template"]["spec"]
             (agent,) = spec["containers"]
             agent["args"].append("--node-usage-source=kubepods")
+            agent["args"].extend(agent_args)
             spec["affinity"] = {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -181,7 +194,9 @@ def manifests(image: str, state_dir: Path) -> list[dict[str, Any]]:
             doc["spec"]["replicas"] = 1  # the manager: one replica is enough here
         elif doc["kind"] == "ConfigMap" and name == "slo-controller-config":
             doc["data"]["colocation-config"] = json.dumps(colocation_config(), indent=2)
-            doc["data"]["resource-threshold-config"] = json.dumps(threshold_config(), indent=2)
+            doc["data"]["resource-threshold-config"] = json.dumps(
+                threshold_config() if thresholds is None else dict(thresholds), indent=2
+            )
         docs.append(doc)
     return docs
 
@@ -343,14 +358,24 @@ def _running(kube: rest.Rest, namespace: str, selector: str) -> list[dict[str, A
 
 @contextlib.contextmanager
 def installed(
-    kube: rest.Rest, plane: controlplane.ControlPlane, image: str, state_dir: Path, say: Say
+    kube: rest.Rest,
+    plane: controlplane.ControlPlane,
+    image: str,
+    state_dir: Path,
+    say: Say,
+    *,
+    agent_args: Sequence[str] = (),
+    thresholds: Mapping[str, Any] | None = None,
 ) -> Iterator[None]:
-    """deploy/ with the colocation overlay, agents Ready on every node, the manager Ready,
-    the profile rendered. Everything (and the batch resources on the Nodes) removed on exit."""
+    """deploy/ with the colocation overlay (`manifests`' options), agents Ready on every node,
+    the manager Ready, the profile rendered. Everything (and the batch and mid resources on
+    the Nodes) removed on exit."""
     started = time.monotonic()
     try:
         kube.patch(f"/api/v1/nodes/{SMALL}", {"metadata": {"labels": {SMALL_LABEL: "small"}}})
-        with placementloop.deployed(kube, plane, manifests(image, state_dir)):
+        with placementloop.deployed(
+            kube, plane, manifests(image, state_dir, agent_args=agent_args, thresholds=thresholds)
+        ):
             try:
                 _add_profile(kube)
                 say(
@@ -358,8 +383,14 @@ def installed(
                     f"cpuReclaimThresholdPercent {RECLAIM_PERCENT}, report every "
                     f"{REPORT_SECONDS}s, updateTimeThresholdSeconds {UPDATE_SECONDS}, "
                     f"degradeTimeMinutes {DEGRADE_MINUTES}, {SMALL} capped at "
-                    f"batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; BE suppression cfsQuota "
-                    f"at {SUPPRESS_PERCENT}%; ClusterColocationProfile {PROFILE} "
+                    f"batchCPUThresholdPercent {SMALL_BATCH_PERCENT}; "
+                    + (
+                        f"BE suppression cfsQuota at {SUPPRESS_PERCENT}%"
+                        if thresholds is None
+                        else f"resource-threshold-config {json.dumps(thresholds)}"
+                    )
+                    + (f"; agent {' '.join(agent_args)}" if agent_args else "")
+                    + f"; ClusterColocationProfile {PROFILE} "
                     "(namespaces colocation=on, pods role=batch → BE)"
                 )
                 _wait_installed(kube)
@@ -417,7 +448,7 @@ def _wait_installed(kube: rest.Rest) -> None:
 
 
 def _reset_node(kube: rest.Rest, node: str) -> None:
-    """The scenario's labels and the manager's batch resources off the Node."""
+    """The scenario's labels and the manager's batch and mid resources off the Node."""
     kube.patch(
         f"/api/v1/nodes/{node}", {"metadata": {"labels": {SMALL_LABEL: None, AGENT_LABEL: None}}}
     )
@@ -426,7 +457,7 @@ def _reset_node(kube: rest.Rest, node: str) -> None:
             f"/api/v1/nodes/{node}/status",
             {
                 "status": {
-                    key: {BATCH_CPU: None, BATCH_MEMORY: None}
+                    key: dict.fromkeys(EXTENDED_RESOURCES)
                     for key in ("capacity", "allocatable")
                 }
             },
