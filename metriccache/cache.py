@@ -11,16 +11,17 @@ checks the traced memory stays under it):
 - at most `max_series` series; samples of further new series are dropped and
   counted in `stats().dropped_samples` (expired series are pruned first);
 - per series at most ``capacity = ceil(retention_seconds * max_sample_rate_hz)``
-  samples, plus at most as many not yet flushed: four float64 columns, so
-  ``4 * 8 * capacity * 17/16`` bytes at most (CPython over-allocates arrays by
-  1/16); an append rate above `max_sample_rate_hz` sheds the oldest samples;
+  samples, plus at most as many not yet flushed: the times and the unflushed
+  pair are float64 columns, the values float32 (`series.VALUE_TYPECODE`), so
+  ``(3 * 8 + 4) * capacity * 17/16`` bytes at most (CPython over-allocates arrays
+  by 1/16); an append rate above `max_sample_rate_hz` sheds the oldest samples;
 - per series about 768 bytes of bookkeeping plus its label values, each at
   most `MAX_LABEL_VALUE_LENGTH` characters;
 - `kv_max_bytes` for the key/value store.
 With the defaults the worst case (4096 series, all of a 31-minute kind with
-two labels, never flushed) is about 320 MiB. The benchmark node (250 pods,
-1,504 series, flushing every 5 s) grows the process RSS by about 22 MiB in
-30 minutes. SQLite's page cache (2 MiB per connection by default) is extra.
+two labels, never flushed) is about 280 MiB. The benchmark node (250 pods,
+2,257 series, flushing every 5 s) grows the process RSS by about 23 MiB in
+15 minutes (bench/agent_collect.py). SQLite's page cache (2 MiB per connection by default) is extra.
 
 Persistence: see `metriccache.store`. A background thread (daemon, stopped
 by `close`) flushes new samples every `flush_interval` seconds, so a kill -9

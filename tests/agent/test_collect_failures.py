@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cgroups import CgroupVersion, Driver
 from metriccache import kinds
 from tests.agent.builders import (
@@ -38,7 +40,7 @@ def test_vanished_pod_costs_only_its_samples(host_factory: MakeHost) -> None:
     cid = container_id(UID_B)
     assert host.last(kinds.CONTAINER_MEMORY_USAGE, pod_uid=UID_B, container_id=cid) is None
     for uid in (UID_G, UID_BE):
-        assert host.last(kinds.POD_CPU_USAGE, pod_uid=uid) == 0.1
+        assert host.last(kinds.POD_CPU_USAGE, pod_uid=uid) == pytest.approx(0.1)  # float32
         assert host.last(kinds.POD_MEMORY_USAGE, pod_uid=uid) is not None
     assert host.errors("pods", "gone") == 1
     assert host.last(kinds.NODE_MEMORY_USAGE) is not None  # the round itself went on
@@ -92,7 +94,7 @@ def test_counter_reset_drops_that_rounds_rate(host_factory: MakeHost) -> None:
     host.step(1.0)
     host.tree.advance_cpu(pod_dir, 300_000_000)
     host.round()
-    assert host.last(kinds.POD_CPU_USAGE, pod_uid=UID_G) == 0.3
+    assert host.last(kinds.POD_CPU_USAGE, pod_uid=UID_G) == pytest.approx(0.3)  # float32
     every = host.agent.cache.aggregate(
         kinds.POD_CPU_USAGE, {"pod_uid": UID_G}, 0, host.clock.time()
     )

@@ -47,11 +47,11 @@ def test_node_gauges_read_the_latest_cache_values() -> None:
         [
             Sample(kinds.NODE_CPU_USAGE, {}, T0 - 1, 1.0),
             Sample(kinds.NODE_CPU_USAGE, {}, T0, 1.75),
-            Sample(kinds.NODE_MEMORY_USAGE, {}, T0, 123456789),
+            Sample(kinds.NODE_MEMORY_USAGE, {}, T0, 123456 * 4096),  # pages: exact in float32
         ]
     )
     assert registry.get_sample_value("nodeqos_agent_node_cpu_usage_cores") == 1.75
-    assert registry.get_sample_value("nodeqos_agent_node_memory_usage_bytes") == 123456789
+    assert registry.get_sample_value("nodeqos_agent_node_memory_usage_bytes") == 123456 * 4096
     clock.advance(6.0)
     assert registry.get_sample_value("nodeqos_agent_node_cpu_usage_cores") is None
 
