@@ -457,8 +457,7 @@ def _reset_node(kube: rest.Rest, node: str) -> None:
             f"/api/v1/nodes/{node}/status",
             {
                 "status": {
-                    key: dict.fromkeys(EXTENDED_RESOURCES)
-                    for key in ("capacity", "allocatable")
+                    key: dict.fromkeys(EXTENDED_RESOURCES) for key in ("capacity", "allocatable")
                 }
             },
         )
