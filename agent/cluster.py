@@ -44,7 +44,7 @@ from agent import states as agent_states
 from agent.config import AgentConfig
 from agent.schedule import Clock, SystemClock
 from agent.server import MetricsServer
-from kube import classify, events, quantity, rest, slo
+from kube import classify, events, quantity, rest, serverversion, slo
 from metriccache import MetricCache
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,10 @@ _JOIN_TIMEOUT = 15.0
 
 
 def connect(config: AgentConfig) -> rest.Rest:
-    """The API client from `--kubeconfig`, else in-cluster; `ConfigError` when neither works."""
+    """The API client from `--kubeconfig`, else in-cluster; `ConfigError` when neither works
+    or the API server is older than nodeqos supports (`kube.serverversion`)."""
     try:
-        return rest.Rest.from_kubeconfig(
+        client = rest.Rest.from_kubeconfig(
             config.kubeconfig, qps=API_QPS, burst=API_BURST, timeout=API_TIMEOUT
         )
     except Exception as err:
@@ -70,6 +71,11 @@ def connect(config: AgentConfig) -> rest.Rest:
         raise assembly.ConfigError(
             "--kubeconfig", f"cannot load API credentials from {where}: {err}"
         ) from err
+    try:
+        serverversion.check(client, COMPONENT)
+    except serverversion.UnsupportedServer as err:
+        raise assembly.ConfigError("--kubeconfig", str(err)) from None
+    return client
 
 
 def qos_manager(

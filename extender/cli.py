@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from extender import args as argsmod
 from extender import framework, plugins, server
 from extender.framework import config
-from kube import rest
+from kube import rest, serverversion
 
 EXIT_CONFIG = 2
 SWITCH_INTERVAL = 0.0005  # seconds; see serve()
@@ -147,6 +147,11 @@ def main(
         client = rest.Rest.from_kubeconfig(kubeconfig)
     except Exception as err:  # the kubernetes package raises several unrelated types here
         click.echo(f"credentials: {err}", err=True)
+        ctx.exit(EXIT_CONFIG)
+    try:
+        serverversion.check(client, "nodeqos-scheduler-extender")
+    except serverversion.UnsupportedServer as err:
+        click.echo(f"cannot start: {err}", err=True)
         ctx.exit(EXIT_CONFIG)
     metrics = CollectorRegistry()
     watches = framework.Watches()

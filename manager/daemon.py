@@ -28,7 +28,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kube import backoff, endpoint, events, informerset, leaderelection, rest, selectors
+from kube import (
+    backoff,
+    endpoint,
+    events,
+    informerset,
+    leaderelection,
+    rest,
+    selectors,
+    serverversion,
+)
 from manager import batchresource, probability, profilecontroller, reconcile, sloconfig
 from manager.telemetry import Metrics
 
@@ -381,6 +390,11 @@ def build(options: Options, registry: CollectorRegistry, client: rest.Rest | Non
             )
         except Exception as err:  # the kubernetes package reports a bad kubeconfig many ways
             problems.append(f"--kubeconfig: cannot build a client: {err}")
+    if client is not None and not problems:
+        try:
+            serverversion.check(client, "nodeqos-manager")
+        except serverversion.UnsupportedServer as err:
+            problems.append(str(err))
     if problems or client is None:
         raise StartupError(problems)
     return Daemon(client, options, registry)

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from descheduler import config, evictions, features, framework
 from descheduler.app import health, leader, server, simulate, telemetry
 from descheduler.app.notices import config_warnings
-from kube import events, rest
+from kube import events, rest, serverversion
 from kube import telemetry as kube_telemetry
 
 log = logging.getLogger("descheduler")
@@ -82,6 +82,10 @@ def build(
     # build over an empty cluster raises exactly what the real one would.
     _build_runner(cfg, plugins, framework.StaticSource(), simulate.NoEvictions(), None)
     client = _client(options.kubeconfig or cfg.client_connection.kubeconfig or None, cfg)
+    try:
+        serverversion.check(client, "nodeqos-descheduler")
+    except serverversion.UnsupportedServer as err:
+        raise StartupError([str(err)]) from None
     me = leader.identity()
     app_metrics = telemetry.AppMetrics(registry)
     elect = options.leader_elect

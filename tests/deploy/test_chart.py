@@ -298,6 +298,25 @@ def test_helm_lint_is_clean(values: dict[str, Any]) -> None:
     assert done.returncode == 0 and "[WARNING]" not in output and "[ERROR]" not in output, output
 
 
+@pytest.mark.parametrize(
+    ("kube_version", "accepted"), [("1.33.7", False), ("1.34.0", True), ("1.37.1", True)]
+)
+def test_the_chart_refuses_a_cluster_older_than_1_34(kube_version: str, accepted: bool) -> None:
+    """kubeVersion: helm stops on an older server with its own message naming the range
+    (docs/compatibility.md); 1.34 and newer render."""
+    done = helmchart.run(
+        "template", helmchart.RELEASE, str(helmchart.CHART), "--kube-version", kube_version,
+        check=False,
+    )  # fmt: skip
+    if accepted:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode != 0
+        assert "chart requires kubeVersion: >=1.34.0-0 which is incompatible with Kubernetes" in (
+            done.stderr
+        ), done.stderr
+
+
 @pytest.mark.controlplane
 def test_every_value_renders_objects_the_api_server_accepts(
     kube: rest.Rest, namespace: str
