@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # make bench BENCH='--publish lownodeload': arguments of python -m bench
 BENCH ?=
 
-.PHONY: demo test test-under-load lint typecheck unit e2e e2e-cgroupv2 bench soak control-plane node-setup host-setup clean-cache
+.PHONY: demo test test-under-load lint typecheck unit e2e e2e-matrix e2e-cgroupv2 bench soak control-plane node-setup host-setup clean-cache
 
 demo:
 	$(ENV) python hack/demo
@@ -34,6 +34,13 @@ unit:
 # Real nodes (kubelet + containerd per node) on this machine; needs root.
 e2e:
 	$(ENV) pytest -m e2e tests/e2e $(PYTEST_ARGS)
+
+# The real-node e2e suite on every supported Kubernetes minor (1.34-1.37; MINORS=1.34,1.37
+# picks some), each minor's binaries built once from hack/minor/ and cached; writes the
+# table in docs/compatibility.md. About 25 minutes a minor, plus its first build.
+MINORS ?=
+e2e-matrix:
+	$(ENV) python -m testbed.e2ematrix $(if $(MINORS),--minors $(MINORS)) -- $(PYTEST_ARGS)
 
 # nodeqos on a real cgroup v2 kernel under systemd, in a QEMU VM (docs/cgroupv2-vm.md);
 # builds the VM image first when it is not cached (hack/vm/build-image.sh); needs root.

@@ -55,6 +55,13 @@ from testbed import components
 log = logging.getLogger(__name__)
 
 BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "hack" / "build-control-plane.sh"
+MINOR_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-minor.sh")
+# The environment variable naming an older supported minor ("1.34") whose
+# kube-apiserver, kube-scheduler and kube-controller-manager (and, in
+# testbed.localnodes, kubelet) the whole run uses instead of the pinned one:
+# how `make e2e-matrix` runs the real-node suite on each minor.
+MINOR_ENV = "NODEQOS_KUBE_MINOR"
+CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
 CRDS_DIR = Path(__file__).resolve().parent.parent / "deploy" / "crds"
 
 HOW_TO_BUILD = (
@@ -90,7 +97,8 @@ class Binaries:
     kube_controller_manager: Path
 
     @classmethod
-    def in_dir(cls, directory: Path) -> Binaries:
+    def in_dir(cls, directory: Path, *, needed: Sequence[str] = ()) -> Binaries:
+        """The binaries in `directory`; all of them must be there unless `needed` names some."""
         found = cls(
             directory / "etcd",
             directory / "kube-apiserver",
@@ -107,7 +115,7 @@ class Binaries:
                 found.kube_scheduler,
                 found.kube_controller_manager,
             )
-            if not os.access(p, os.X_OK)
+            if not os.access(p, os.X_OK) and (not needed or p.name in needed)
         ]
         if missing:
             raise ControlPlaneError(
@@ -116,20 +124,54 @@ class Binaries:
         return found
 
 
-def find_binaries(*, build: bool = True) -> Binaries:
-    """Locate the binaries: $NODEQOS_CONTROL_PLANE_BIN, else run the (cached) build script."""
+def find_binaries(
+    *, build: bool = True, minor: str | None = None, needed: Sequence[str] = ()
+) -> Binaries:
+    """Locate the binaries: those of `minor` (default $NODEQOS_KUBE_MINOR) when it names an
+    older supported minor (only the `needed` ones are built; all three by default), else
+    $NODEQOS_CONTROL_PLANE_BIN, else run the (cached) build script."""
+    minor = minor if minor is not None else os.environ.get(MINOR_ENV, "")
+    if minor and minor.removeprefix("v") != pinned_minor():
+        want = [name for name in needed if name in CONTROL_PLANE_COMPONENTS]
+        return Binaries.in_dir(
+            build_minor(minor, want or CONTROL_PLANE_COMPONENTS), needed=("etcd", "certgen", *want)
+        )
     preset = os.environ.get("NODEQOS_CONTROL_PLANE_BIN")
     if preset:
         return Binaries.in_dir(Path(preset))
     if not build or not BUILD_SCRIPT.exists():
         raise ControlPlaneError(f"NODEQOS_CONTROL_PLANE_BIN is not set. {HOW_TO_BUILD}")
+    return Binaries.in_dir(_run_build([str(BUILD_SCRIPT)]))
+
+
+def pinned_minor() -> str:
+    """The Kubernetes minor hack/go.mod pins ("1.37"): the newest, the suite's default."""
+    for line in (BUILD_SCRIPT.parent / "go.mod").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "k8s.io/kubernetes":
+            return ".".join(fields[1].removeprefix("v").split(".")[:2])
+    raise ControlPlaneError("hack/go.mod pins no k8s.io/kubernetes")
+
+
+def supported_minors() -> list[str]:
+    """Every minor the build can make, oldest first: hack/minor/v*/ and the pinned one."""
+    older = [p.name.removeprefix("v") for p in (BUILD_SCRIPT.parent / "minor").glob("v1.*")]
+    return sorted({*older, pinned_minor()}, key=lambda m: tuple(int(x) for x in m.split(".")))
+
+
+def build_minor(minor: str, binaries: Sequence[str]) -> Path:
+    """Build (once, cached) `binaries` of an older minor; the directory holding them."""
+    return _run_build([str(MINOR_BUILD_SCRIPT), minor, *binaries])
+
+
+def _run_build(command: list[str]) -> Path:
     try:
-        done = subprocess.run([str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as err:
-        raise ControlPlaneError(f"cannot run {BUILD_SCRIPT}: {err}. {HOW_TO_BUILD}") from err
+        raise ControlPlaneError(f"cannot run {command[0]}: {err}. {HOW_TO_BUILD}") from err
     if done.returncode != 0:
-        raise ControlPlaneError(done.stderr.strip() or f"{BUILD_SCRIPT} failed. {HOW_TO_BUILD}")
-    return Binaries.in_dir(Path(done.stdout.strip().splitlines()[-1]))
+        raise ControlPlaneError(done.stderr.strip() or f"{command[0]} failed. {HOW_TO_BUILD}")
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def free_port() -> int:
@@ -610,6 +652,11 @@ class ControlPlane:
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         binary = getattr(self.binaries, name.replace("-", "_"))
+        if not os.access(binary, os.X_OK):
+            raise ControlPlaneError(
+                f"no {name} at {binary}: this control plane was built without it "
+                f"(find_binaries(needed=...) names the binaries a run needs)"
+            )
         log_path = self.workdir / f"{name}.log"
         handle = log_path.open("ab")
         self._logs.append(handle)

@@ -31,9 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _binaries() -> controlplane.Binaries:
+def _binaries(minor: str | None = None, needed: tuple[str, ...] = ()) -> controlplane.Binaries:
     try:
-        return controlplane.find_binaries()
+        return controlplane.find_binaries(minor=minor, needed=needed)
     except controlplane.ControlPlaneError as err:
         pytest.fail(f"the local control plane is unavailable: {err}", pytrace=False)
 

@@ -53,8 +53,16 @@ def test_parse_refuses_a_body_without_a_version(info: dict[str, str]) -> None:
         serverversion.parse(info)
 
 
+DISCOVERY: dict[str, dict[str, object]] = {
+    "/api": {"kind": "APIVersions", "versions": ["v1"]},
+    "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": []},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+}
+
+
 class _VersionServer:
-    """A loopback HTTP server answering `GET /version` with `minor`, 404 otherwise;
+    """A loopback HTTP server answering `GET /version` with `minor` and discovery with
+    an empty core group, 404 otherwise;
     with `hang`, it accepts connections and never answers."""
 
     def __init__(self, minor: str = "33", *, hang: bool = False) -> None:
@@ -68,13 +76,17 @@ class _VersionServer:
                 if owner.hang:
                     owner._released.wait(60)
                     return
-                if self.path.split("?")[0] == "/version":
-                    code = 200
-                    body: dict[str, object] = {
+                path = self.path.split("?")[0]
+                code = 200
+                body: dict[str, object]
+                if path == "/version":
+                    body = {
                         "major": "1",
                         "minor": owner.minor,
                         "gitVersion": f"v1.{owner.minor}.9",
                     }
+                elif path in DISCOVERY:  # enough for helm to read the server's capabilities
+                    body = DISCOVERY[path]
                 else:
                     code, body = 404, {"kind": "Status", "code": 404, "reason": "NotFound"}
                 data = json.dumps(body).encode()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from extender import args as extender_args
 from kube import rest
 from testbed import controlplane, localcluster
 from tests import helmchart
+from tests.test_serverversion import _VersionServer as VersionServer
 
 DEPLOY = helmchart.REPO / "deploy"
 NAMESPACE = "nodeqos-system"
@@ -315,6 +317,31 @@ def test_the_chart_refuses_a_cluster_older_than_1_34(kube_version: str, accepted
         assert "chart requires kubeVersion: >=1.34.0-0 which is incompatible with Kubernetes" in (
             done.stderr
         ), done.stderr
+
+
+def test_helm_install_on_a_1_33_server_stops_with_the_charts_version_message(
+    tmp_path: Path,
+) -> None:
+    """`helm install` asks the server its version (GET /version, then discovery) and stops
+    with the chart's kubeVersion message: server-side dry run, and without the CRDs
+    (helm 3 applies a chart's crds/ before that check on a real install:
+    docs/compatibility.md says so)."""
+    server = VersionServer("33")
+    install = ["install", helmchart.RELEASE, str(helmchart.CHART), "--namespace", NAMESPACE,
+               "--kubeconfig", str(server.kubeconfig(tmp_path / "kubeconfig"))]  # fmt: skip
+    try:
+        done = [
+            helmchart.run(*install, flag, check=False)
+            for flag in ("--dry-run=server", "--skip-crds")
+        ]
+    finally:
+        server.close()
+    for attempt in done:
+        assert attempt.returncode != 0
+        assert (
+            "chart requires kubeVersion: >=1.34.0-0 which is incompatible with Kubernetes v1.33.9"
+            in attempt.stderr
+        ), attempt.stderr
 
 
 @pytest.mark.controlplane
