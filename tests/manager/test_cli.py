@@ -97,7 +97,8 @@ def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
         *built.profiles.informers(),
     ]
     watches = built.informers.all()
-    assert len(watches) == daemon.WATCHES
+    # discovery cannot reach this server: no policy informers (the first pass asks again)
+    assert len(watches) == daemon.WATCHES - 4
     assert {id(view.shared) for view in views} == {id(shared) for shared in watches}
     names = sorted(shared.name for shared in watches)
     assert names.count("nodes") == 1 and names.count("slo-controller-config") == 1
