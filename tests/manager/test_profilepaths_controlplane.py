@@ -59,6 +59,7 @@ def served(
     *,
     discover: Callable[[], bool] | None = None,
     draw: Callable[[], int] | None = None,
+    before_answer: Callable[[], None] = lambda: None,
 ) -> Iterator[tuple[profilecontroller.ProfileController, probability.Server, list[str]]]:
     """The profile controller (leader) on `path` and the manager's webhook server serving
     `/profiles` on 127.0.0.1; yields them and the outcomes the server recorded."""
@@ -69,7 +70,7 @@ def served(
         ("127.0.0.1", 0),
         lambda name: holder[0].percent(name),
         certificate,
-        profiles=lambda review: holder[0].review(review, outcomes.append),
+        profiles=lambda review: (before_answer(), holder[0].review(review, outcomes.append))[1],
     )
     webhook = profilecontroller.Webhook(
         {"url": f"https://127.0.0.1:{server.port}"}, certificate.ca_pem
@@ -361,6 +362,38 @@ def test_webhook_down_pods_are_created_unmutated(map_off: rest.Rest, tmp_path: P
         assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
         assert took < 4.0
     finally:
+        for path in reversed(cleanup):
+            with contextlib.suppress(rest.ApiError):
+                map_off.delete(path)
+
+
+def test_webhook_slow_pods_are_created_unmutated_after_the_timeout(
+    map_off: rest.Rest, tmp_path: Path
+) -> None:
+    """The server answers after the API server's 3 s timeout: the pod is created unmutated
+    in about 3 s, not refused."""
+    cleanup: list[str] = []
+    slow = threading.Event()
+    release = threading.Event()
+
+    def stall() -> None:
+        if slow.is_set():
+            release.wait(10)  # bounded: released below once the pod is created
+
+    try:
+        _name, pods = install(map_off, cleanup, {"qosClass": "BE", "priorityClassName": ""})
+        with served(map_off, "webhook", tmp_path, before_answer=stall):
+            in_force(map_off, pods, _pod("probe", {"app": "x"}), "koordinator.sh/qosClass")
+            slow.set()
+            started = time.monotonic()
+            pod = map_off.create(pods, _pod("slow", {"app": "x"}))
+            took = time.monotonic() - started
+            release.set()
+        print(f"pod created with the webhook stalled in {took:.2f} s")
+        assert "koordinator.sh/qosClass" not in (pod["metadata"].get("labels") or {})
+        assert 2.5 <= took < 8.0
+    finally:
+        release.set()
         for path in reversed(cleanup):
             with contextlib.suppress(rest.ApiError):
                 map_off.delete(path)
