@@ -396,3 +396,34 @@ def configuration(
         },
         "webhooks": webhooks,
     }
+
+
+def unreachable(
+    client_config: Mapping[str, Any], ca_pem: bytes, path: str, timeout: float = 3.0
+) -> str | None:
+    """Why the webhook at `client_config` + `path` does not answer an empty AdmissionReview
+    as the API server would reach it (its CA, its Service's DNS name), or None if it does.
+    Bounded by `timeout` (the configuration's timeoutSeconds)."""
+    import urllib.error
+    import urllib.request
+
+    if "url" in client_config:
+        url = str(client_config["url"]).rstrip("/") + path
+    else:
+        service = client_config["service"]
+        url = (
+            f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{path}"
+        )
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}
+    request = urllib.request.Request(
+        url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
+            answer = json.loads(resp.read(MAX_REVIEW))
+    except (OSError, ValueError) as err:  # URLError, timeouts, TLS and JSON errors alike
+        return f"{url}: {err}"
+    if not (answer.get("response") or {}).get("allowed"):
+        return f"{url}: not an AdmissionReview answer"
+    return None

@@ -65,6 +65,7 @@ WEBHOOKS = cache.Resource(
 )
 NAMESPACES = cache.Resource("", "v1", "namespaces", False)
 PATH_REASON = "ColocationProfilePath"
+UNREACHABLE_REASON = "ColocationProfileWebhookUnreachable"
 PATHS = ("auto", "policy", "webhook")
 DISCOVERY = "/apis/admissionregistration.k8s.io/v1"
 
@@ -123,6 +124,7 @@ class ProfileController:
         self._resync = resync_seconds
         self._checked_at: float | None = None
         self._path_reported: set[tuple[str, str, str]] = set()
+        self._down_reported: set[str] = set()  # profiles told the webhook is unreachable
         self._metrics = metrics
         self._webhook = webhook
         self._recorder = recorder
@@ -300,6 +302,36 @@ class ProfileController:
         )
         self._recorder.event(ref, events.NORMAL, PATH_REASON, f"path {self.path}: applied by {how}")
 
+    def _check_webhook(self) -> None:
+        """The webhook path's server, reached as the API server reaches it (bounded 3 s):
+        `nodeqos_manager_profile_webhook_up`, and while it is down a Warning Event per
+        profile (pods are created without the profiles: failurePolicy Ignore)."""
+        if self._webhook is None:
+            return
+        why = probability.unreachable(
+            self._webhook.client_config, self._webhook.ca_pem, probability.PROFILES_PATH
+        )
+        if self._metrics is not None:
+            self._metrics.profile_webhook_up.set(0 if why else 1)
+        if why is None:
+            self._down_reported.clear()
+            return
+        log.warning("the profiles webhook is unreachable: %s", why)
+        for obj in self.profiles.items():
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name", ""))
+            if name in self._down_reported or self._recorder is None:
+                continue
+            self._down_reported.add(name)
+            ref = events.ObjectRef(
+                kind="ClusterColocationProfile",
+                name=name,
+                uid=str(meta.get("uid", "")),
+                api_version="config.koordinator.sh/v1alpha1",
+            )
+            message = f"pods are created without this profile (failurePolicy Ignore): {why}"
+            self._recorder.event(ref, events.WARNING, UNREACHABLE_REASON, message[:1000])
+
     def applied(self) -> list[profilemutation.Applied]:
         """The valid profiles as the webhook path applies them (their PriorityClass looked up)."""
         found = []
@@ -381,6 +413,8 @@ class ProfileController:
             for path in ("policy", "webhook"):
                 self._metrics.profile_path.labels(path).set(1 if path == self.path else 0)
         wanted, failed = self.desired()
+        if f"MutatingWebhookConfiguration/{profilemutation.CONFIGURATION}" in wanted:
+            self._check_webhook()
         before = self.writes
         resources = RESOURCES
         for key, item in wanted.items():

@@ -110,6 +110,12 @@ class Metrics:
             ["path"],
             registry=registry,
         )
+        self.profile_webhook_up = Gauge(
+            "nodeqos_manager_profile_webhook_up",
+            "On the webhook path: 1 when the leader reached the profiles webhook as the API"
+            " server does at its last pass, 0 when not (pods are then created unmutated).",
+            registry=registry,
+        )
         self.batch_latency = Histogram(
             "nodeqos_manager_batch_update_latency_seconds",
             "From the event that dirtied a node (NodeMetric, Pod, Node) to its status patch.",

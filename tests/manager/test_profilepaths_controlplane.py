@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube import events, quantity, rest
-from manager import probability, profilecontroller, profilemutation
+from manager import probability, profilecontroller, profilemutation, telemetry
 from testbed import controlplane
 from tests.manager.test_colocationprofile_controlplane import PROFILES, _pod
 from tests.manager.test_reconcile_controlplane import eventually
@@ -60,6 +61,7 @@ def served(
     discover: Callable[[], bool] | None = None,
     draw: Callable[[], int] | None = None,
     before_answer: Callable[[], None] = lambda: None,
+    metrics: telemetry.Metrics | None = None,
 ) -> Iterator[tuple[profilecontroller.ProfileController, probability.Server, list[str]]]:
     """The profile controller (leader) on `path` and the manager's webhook server serving
     `/profiles` on 127.0.0.1; yields them and the outcomes the server recorded."""
@@ -83,6 +85,7 @@ def served(
         profile_path=path,
         discover=discover,
         resync_seconds=1.0,
+        metrics=metrics,
         **extra,
     )
     holder.append(controller)
@@ -347,16 +350,37 @@ def test_discovery_says_which_servers_serve_the_policies(
 
 def test_webhook_down_pods_are_created_unmutated(map_off: rest.Rest, tmp_path: Path) -> None:
     """The manager's server stopped (a replica gone): failurePolicy Ignore, the pod is
-    created without the profile, within the 3 s timeout."""
+    created without the profile, within the 3 s timeout; the leader's check of the webhook
+    sets nodeqos_manager_profile_webhook_up to 0 and warns on the profile."""
     cleanup: list[str] = []
+    registry = CollectorRegistry()
+    metrics = telemetry.Metrics(registry)
+
+    def up() -> float | None:
+        return registry.get_sample_value("nodeqos_manager_profile_webhook_up")
+
     try:
-        _name, pods = install(map_off, cleanup, {"qosClass": "BE", "priorityClassName": ""})
-        with served(map_off, "webhook", tmp_path) as (_controller, server, _outcomes):
+        name, pods = install(map_off, cleanup, {"qosClass": "BE", "priorityClassName": ""})
+        with served(map_off, "webhook", tmp_path, metrics=metrics) as (_c, server, _outcomes):
             in_force(map_off, pods, _pod("probe", {"app": "x"}), "koordinator.sh/qosClass")
+            eventually(lambda: up() == 1, "profile_webhook_up 1")
             server.stop()
             started = time.monotonic()
             pod = map_off.create(pods, _pod("down", {"app": "x"}))
             took = time.monotonic() - started
+            eventually(lambda: up() == 0, "profile_webhook_up 0")
+
+            def warned() -> list[dict[str, Any]]:
+                return list(
+                    map_off.get(
+                        "/api/v1/namespaces/default/events",
+                        fieldSelector=f"involvedObject.name={name},"
+                        f"reason={profilecontroller.UNREACHABLE_REASON}",
+                    )["items"]
+                )
+
+            (event,) = eventually(warned, "the ColocationProfileWebhookUnreachable Event")
+            assert "created without this profile" in event["message"]
         print(f"pod created with the webhook down in {took:.2f} s")
         assert "koordinator.sh/qosClass" not in (pod["metadata"].get("labels") or {})
         assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
