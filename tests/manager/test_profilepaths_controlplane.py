@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kube import events, quantity, rest
-from manager import probability, profilecontroller, profilemutation, telemetry
+from manager import daemon, probability, profilecontroller, profilemutation, telemetry
 from testbed import controlplane
 from tests.manager.test_colocationprofile_controlplane import PROFILES, _pod
 from tests.manager.test_reconcile_controlplane import eventually
@@ -481,5 +481,64 @@ def test_a_switch_creates_the_new_path_before_deleting_the_old(
             assert pod["metadata"]["labels"]["team"] == "data-b"
     finally:
         for path in reversed(cleanup):
+            with contextlib.suppress(rest.ApiError):
+                kube.delete(path)
+
+
+def test_the_manager_daemon_picks_the_webhook_where_the_policies_are_not_served(
+    map_off: rest.Rest,
+) -> None:
+    """nodeqos-manager with --profile-path auto (the default) and --webhook-addr on the
+    MAP-off server: discovery picks the webhook, the daemon's /profiles mutates the pod,
+    and its metrics say so."""
+    kube = map_off
+    suffix = uuid.uuid4().hex[:8]
+    namespace = f"ppd-{suffix}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": {"pp": suffix}}})
+    name = f"ppd-{suffix}"
+    port = controlplane.free_port()
+    options = daemon.Options(
+        config_namespace=namespace,
+        lease_namespace=namespace,
+        leader_elect=False,
+        metrics_addr="127.0.0.1:0",
+        node_selector=f"nodeqos-test=none-{suffix}",
+        manage_nodemetrics=False,
+        webhook_addr=f"127.0.0.1:{port}",
+        webhook_url=f"https://127.0.0.1:{port}",
+    )
+    running = daemon.build(options, CollectorRegistry(), client=kube)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        kube.create(
+            PROFILES,
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"pp": suffix}},
+                    "qosClass": "BE",
+                    "priorityClassName": "",
+                },
+            },
+        )
+        pods = f"/api/v1/namespaces/{namespace}/pods"
+        in_force(kube, pods, _pod("probe", {"app": "x"}), "koordinator.sh/qosClass")
+        pod = kube.create(pods, _pod("d", {"app": "x"}))
+        requests = pod["spec"]["containers"][0]["resources"]["requests"]
+        assert _ints(requests) == {
+            "kubernetes.io/batch-cpu": 500,
+            "kubernetes.io/batch-memory": 1 << 30,
+        }
+        value = running.registry.get_sample_value
+        assert value("nodeqos_manager_profile_path", {"path": "webhook"}) == 1
+        assert value("nodeqos_manager_profile_path", {"path": "policy"}) == 0
+        assert (value("nodeqos_manager_profile_reviews_total", {"outcome": "mutated"}) or 0) >= 1
+    finally:
+        running.stop()
+        thread.join(30)
+        for path in (f"{PROFILES}/{name}", CONFIG, f"/api/v1/namespaces/{namespace}"):
             with contextlib.suppress(rest.ApiError):
                 kube.delete(path)
