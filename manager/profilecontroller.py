@@ -125,6 +125,8 @@ class ProfileController:
         self._checked_at: float | None = None
         self._path_reported: set[tuple[str, str, str]] = set()
         self._down_reported: set[str] = set()  # profiles told the webhook is unreachable
+        # name -> (resourceVersion, parsed profile or None when invalid)
+        self._parsed_cache: dict[str, tuple[str, colocationprofile.Profile | None]] = {}
         self._metrics = metrics
         self._webhook = webhook
         self._recorder = recorder
@@ -332,14 +334,29 @@ class ProfileController:
             message = f"pods are created without this profile (failurePolicy Ignore): {why}"
             self._recorder.event(ref, events.WARNING, UNREACHABLE_REASON, message[:1000])
 
+    def _parsed(self, obj: Mapping[str, Any]) -> colocationprofile.Profile | None:
+        """The profile parsed once per resourceVersion (the webhook asks on every pod)."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+        cached = self._parsed_cache.get(key[0])
+        if cached is not None and cached[0] == key[1]:
+            return cached[1]
+        try:
+            profile: colocationprofile.Profile | None = colocationprofile.Profile.from_api(obj)
+        except (colocationprofile.ProfileError, ValueError, TypeError):
+            profile = None  # reported by the pass
+        if len(self._parsed_cache) > 4 * len(self.profiles) + 16:
+            self._parsed_cache.clear()  # bounded: profiles deleted since
+        self._parsed_cache[key[0]] = (key[1], profile)
+        return profile
+
     def applied(self) -> list[profilemutation.Applied]:
         """The valid profiles as the webhook path applies them (their PriorityClass looked up)."""
         found = []
         for obj in self.profiles.items():
-            try:
-                profile = colocationprofile.Profile.from_api(obj)
-            except (colocationprofile.ProfileError, ValueError, TypeError):
-                continue  # reported by the pass
+            profile = self._parsed(obj)
+            if profile is None:
+                continue
             value, preemption = None, None
             if profile.priority_class_name:
                 pc = self.priority_classes.get(profile.priority_class_name)
@@ -445,6 +462,10 @@ class ProfileController:
             # with neither (a switch of path); the pass is retried with backoff.
             return self.writes - before
         for kind, view in self.owned.items():
+            if kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding") and not (
+                self.serves_policies
+            ):
+                continue  # no longer served (a downgrade): nothing left to delete, stale cache
             resource = resources[kind]
             for stored_item in view.items():
                 name = stored_item["metadata"]["name"]
@@ -467,7 +488,9 @@ class ProfileController:
             log.warning("%s of a colocation policy failed: %s (retried with backoff)", verb, err)
             if isinstance(err, rest.ApiUnavailable):
                 raise  # the rest of the pass would find it unavailable too
-            if err.not_found and kind != "MutatingWebhookConfiguration" and verb != "delete":
+            if err.not_found and verb == "delete":
+                return  # gone already: what the delete wanted
+            if err.not_found and kind != "MutatingWebhookConfiguration":
                 self.recheck(force=True)  # the policies may no longer be served
             self._failed += 1
 
