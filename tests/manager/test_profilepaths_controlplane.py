@@ -542,3 +542,44 @@ def test_the_manager_daemon_picks_the_webhook_where_the_policies_are_not_served(
         for path in (f"{PROFILES}/{name}", CONFIG, f"/api/v1/namespaces/{namespace}"):
             with contextlib.suppress(rest.ApiError):
                 kube.delete(path)
+
+
+def test_the_webhook_path_draws_the_probability_in_process(
+    map_off: rest.Rest, tmp_path: Path
+) -> None:
+    """50% on the webhook path: the draw (injected, alternating 50 and 51) applies the
+    profile when at most 50, with no annotation round trip and no probability webhook."""
+    cleanup: list[str] = []
+    draws = iter([50, 51] * 50)
+    try:
+        _name, pods = install(
+            map_off, cleanup, {"qosClass": "BE", "priorityClassName": "", "probability": "50%"}
+        )
+        with served(map_off, "webhook", tmp_path, draw=lambda: next(draws)):
+            deadline = time.monotonic() + 60
+            while True:  # in force once a pod comes back mutated; realign on a 50 draw next
+                probe = map_off.request(
+                    "POST", pods, query={"dryRun": "All"}, body=_pod("probe", {"app": "x"})
+                )
+                if "koordinator.sh/qosClass" in (probe["metadata"].get("labels") or {}):
+                    break
+                assert time.monotonic() < deadline, "not applied within 60 s"
+                time.sleep(0.5)
+            created = [map_off.create(pods, _pod(f"p{i}", {"app": "x"})) for i in range(4)]
+        applied = ["koordinator.sh/qosClass" in p["metadata"]["labels"] for p in created]
+        assert applied == [False, True, False, True]  # draws 51, 50, 51, 50
+        assert all(
+            not any(
+                k.startswith(probability.ANNOTATION_PREFIX)
+                for k in p["metadata"].get("annotations") or {}
+            )
+            for p in created
+        )
+        assert not any(
+            w["metadata"]["name"] == probability.CONFIGURATION
+            for w in map_off.get(profilecontroller.WEBHOOKS.path())["items"]
+        )
+    finally:
+        for path in reversed(cleanup):
+            with contextlib.suppress(rest.ApiError):
+                map_off.delete(path)
