@@ -99,6 +99,15 @@ def _fail(ctx: click.Context, title: str, problems: list[str]) -> NoReturn:
     metavar="URL",
     help="Reach the webhook at this https URL instead of the Service (out-of-cluster).",
 )
+@click.option(
+    "--profile-path",
+    type=click.Choice(["auto", "policy", "webhook"]),
+    default="auto",
+    show_default=True,
+    help="How ClusterColocationProfiles are applied: MutatingAdmissionPolicy (policy), the"
+    " manager's webhook (webhook, needs --webhook-addr), or policy where the API server serves"
+    " MutatingAdmissionPolicy v1 and webhook elsewhere (auto).",
+)
 @click.option("--kube-api-qps", "qps", type=float, default=100.0, show_default=True)
 @click.option("--kube-api-burst", "burst", type=int, default=200, show_default=True)
 @click.option("-v", "--verbose", count=True, help="Log debug messages.")

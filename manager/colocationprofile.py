@@ -109,6 +109,9 @@ class Profile:
     annotation_keys_mapping: Mapping[str, str] = field(default_factory=dict)
     label_suffixes: Mapping[str, str] = field(default_factory=dict)
     patch: tuple[Mapping[str, Any], ...] = ()  # the patch's mutations, rendered when parsed
+    # The patch as written, kept only once `profilepatch` accepted it: the webhook path
+    # (`manager.profilemutation`) merges it in-process, so both paths refuse the same patches.
+    patch_source: Mapping[str, Any] | None = None
     never: bool = False  # probability 0: the profile applies to no pod
     percent: int = 100  # 1-99: decided per pod by the manager's webhook (`manager.probability`)
 
@@ -167,6 +170,7 @@ class Profile:
             annotation_keys_mapping=dict(spec.get("annotationKeysMapping") or {}),
             label_suffixes=dict(spec.get("labelSuffixes") or {}),
             patch=tuple(patch),
+            patch_source=spec.get("patch") or None,
             never=never,
             percent=100 if percent is None else percent,
         )
@@ -236,11 +240,9 @@ def _suffix_mutation(profile: Profile) -> dict[str, Any] | None:
     ops = []
     for key, suffix in sorted(profile.label_suffixes.items()):
         pointer = "/metadata/labels/" + key.replace("~", "~0").replace("/", "~1")
-        once = (
-            f" && !object.metadata.labels[{_cel(key)}].endsWith({_cel(suffix)})"
-            if _reinvoked(profile)
-            else ""
-        )
+        # Appended only to a value not already ending with it, on every path: a reinvoked
+        # policy, and a pod mutated by both paths while they switch (docs/colocation.md).
+        once = f" && !object.metadata.labels[{_cel(key)}].endsWith({_cel(suffix)})"
         ops.append(
             f"(has(object.metadata.labels) && {_cel(key)} in object.metadata.labels{once}"
             f" ? [JSONPatch{{op: 'replace', path: {_cel(pointer)},"

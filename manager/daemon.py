@@ -44,10 +44,12 @@ from manager.telemetry import Metrics
 log = logging.getLogger("manager")
 
 DEFAULT_ADDRESS = "0.0.0.0:10259"
-WATCHES = 9
-"""Watch connections the daemon holds open, one per resource (`kube.informerset.Informers`):
-Nodes, NodeMetrics and the ConfigMap (reconciler and Batch controller), NodeSLOs,
-Pods, and the profile controller's four (tests/manager check the count)."""
+WATCHES = 11
+"""Watch connections the daemon holds open at most, one per resource
+(`kube.informerset.Informers`): Nodes, NodeMetrics and the ConfigMap (reconciler and Batch
+controller), NodeSLOs, Pods, and the profile controller's up to six (profiles,
+PriorityClasses, the policies and bindings where served, and with the webhook its
+configurations and the Namespaces; tests/manager check the count)."""
 POOL_SIZE = WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS + 4
 """Connections kept to the API server: every watch, every Batch worker's patch, every
 reconciler writer, and leader election, Events and the profile controller beside
@@ -89,6 +91,7 @@ class Options:
     webhook_addr: str = ""  # empty: no probability webhook
     webhook_service: str = "nodeqos-system/nodeqos-manager:443"
     webhook_url: str = ""
+    profile_path: str = "auto"  # auto | policy | webhook (manager.profilecontroller)
 
     def validate(self) -> list[str]:
         """Every problem, as "--flag: what"."""
@@ -124,6 +127,13 @@ class Options:
                 problems.append(
                     f"--webhook-url: must start with https://, got {self.webhook_url!r}"
                 )
+        if self.profile_path not in profilecontroller.PATHS:
+            problems.append(
+                f"--profile-path: must be one of {', '.join(profilecontroller.PATHS)},"
+                f" got {self.profile_path!r}"
+            )
+        elif self.profile_path == "webhook" and not self.webhook_addr:
+            problems.append("--profile-path: webhook needs --webhook-addr (the webhook's server)")
         if self.qps <= 0 or self.burst < 1:
             problems.append(
                 f"--kube-api-qps, --kube-api-burst: must be > 0, got {self.qps}, {self.burst}"
@@ -223,9 +233,18 @@ class Daemon:
                 lambda name: self.profiles.percent(name),
                 certificate,
                 record=lambda decision: self.metrics.probability_draws.labels(decision).inc(),
+                profiles=lambda review: self.profiles.review(
+                    review, lambda outcome: self.metrics.profile_reviews.labels(outcome).inc()
+                ),
             )
         self.profiles = profilecontroller.ProfileController(
-            acting, recorder, webhook=webhook, metrics=self.metrics, informers=self.informers
+            acting,
+            recorder,
+            webhook=webhook,
+            metrics=self.metrics,
+            informers=self.informers,
+            resync_seconds=options.resync_seconds,
+            profile_path=options.profile_path,
         )
         self._stop = threading.Event()
         self._leading = threading.Event()

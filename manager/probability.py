@@ -44,6 +44,7 @@ log = logging.getLogger("manager.probability")
 ANNOTATION_PREFIX = "colocation.nodeqos.io/"
 CONFIGURATION = "nodeqos-colocation-probability"
 PATH_PREFIX = "/probability/"
+PROFILES_PATH = "/profiles"  # manager.profilemutation's webhook, on this server
 
 
 def annotation(profile: str) -> str:
@@ -250,11 +251,18 @@ class Server:
         draw: Callable[[], int] = lambda: random.randrange(100),
         record: Callable[[str], None] = lambda _decision: None,
         limits: endpoint.Limits = LIMITS,
+        profiles: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.certificate = certificate
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.load_cert_chain(self.certificate.cert, self.certificate.key)
-        self._route = _route(percent_of, draw, record)
+        self._routes: dict[str, endpoint.PrefixRoute] = {
+            PATH_PREFIX: _route(percent_of, draw, record)
+        }
+        if profiles is not None:
+            # The webhook path of the profiles themselves (`manager.profilemutation`):
+            # `profiles` answers one AdmissionReview.
+            self._routes[PROFILES_PATH] = _review_route(profiles)
         self._limits = limits
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self._socket: socket.socket | None = socket.create_server(address, family=family)
@@ -272,7 +280,7 @@ class Server:
             self._socket,
             None,
             name="probability-webhook",
-            prefix_routes={PATH_PREFIX: self._route},
+            prefix_routes=self._routes,
             tls=self._context,
             limits=self._limits,
         )
@@ -302,6 +310,21 @@ def _route(
             ).encode()
         answer = review_response(decoded, profile, percent_of(profile), draw, record)
         return 200, json.dumps(answer).encode()
+
+    return review
+
+
+def _review_route(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> endpoint.PrefixRoute:
+    def review(rest_of_path: str, body: bytes) -> tuple[int, bytes]:
+        if rest_of_path:
+            return 404, json.dumps({"error": "not found"}).encode()
+        try:
+            decoded = json.loads(body or b"{}")
+        except ValueError as err:
+            return 400, json.dumps({"error": f"bad AdmissionReview: {err}"}).encode()
+        if not isinstance(decoded, dict):
+            return 400, json.dumps({"error": "expected an AdmissionReview"}).encode()
+        return 200, json.dumps(answer(decoded)).encode()
 
     return review
 
@@ -373,3 +396,34 @@ def configuration(
         },
         "webhooks": webhooks,
     }
+
+
+def unreachable(
+    client_config: Mapping[str, Any], ca_pem: bytes, path: str, timeout: float = 3.0
+) -> str | None:
+    """Why the webhook at `client_config` + `path` does not answer an empty AdmissionReview
+    as the API server would reach it (its CA, its Service's DNS name), or None if it does.
+    Bounded by `timeout` (the configuration's timeoutSeconds)."""
+    import urllib.error
+    import urllib.request
+
+    if "url" in client_config:
+        url = str(client_config["url"]).rstrip("/") + path
+    else:
+        service = client_config["service"]
+        url = (
+            f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{path}"
+        )
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}
+    request = urllib.request.Request(
+        url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
+            answer = json.loads(resp.read(MAX_REVIEW))
+    except (OSError, ValueError) as err:  # URLError, timeouts, TLS and JSON errors alike
+        return f"{url}: {err}"
+    if not (answer.get("response") or {}).get("allowed"):
+        return f"{url}: not an AdmissionReview answer"
+    return None

@@ -21,19 +21,31 @@ With a `Webhook` (the manager serves `manager.probability`), profiles with a pro
 between 1% and 99% also get a webhook in the MutatingWebhookConfiguration
 `nodeqos-colocation-probability`, kept like the policies (deleted when none is left);
 without one, such a profile is invalid ("needs --webhook-addr").
+
+Two paths apply the profiles (`--profile-path`): `policy` renders the MutatingAdmissionPolicies
+above; `webhook` keeps one MutatingWebhookConfiguration `nodeqos-colocation-profiles` pointing
+at the manager's `/profiles` (`manager.profilemutation`, the same semantics, every replica
+serving it from its own informers, the Namespaces among them). `auto` asks discovery whether
+`admissionregistration.k8s.io/v1` serves `mutatingadmissionpolicies` (Kubernetes >= 1.36),
+again every resync and after a write answered 404. A switch creates the new path's objects
+first and deletes the old path's only after every create succeeded: for a moment both apply,
+which the idempotent mutations make harmless (docs/colocation.md, "Two paths"). Each profile
+gets a Normal Event `ColocationProfilePath` naming the path that applies it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kube import cache, controller, events, informerset, rest
-from manager import colocationprofile, probability, telemetry
+from manager import colocationprofile, probability, profilemutation, telemetry
 
 log = logging.getLogger("manager.profiles")
 
@@ -51,6 +63,25 @@ BINDINGS = cache.Resource(
 WEBHOOKS = cache.Resource(
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False
 )
+NAMESPACES = cache.Resource("", "v1", "namespaces", False)
+PATH_REASON = "ColocationProfilePath"
+UNREACHABLE_REASON = "ColocationProfileWebhookUnreachable"
+PATHS = ("auto", "policy", "webhook")
+DISCOVERY = "/apis/admissionregistration.k8s.io/v1"
+
+
+def serves_policies(client: rest.Rest) -> bool:
+    """Whether the API server serves MutatingAdmissionPolicy v1 (discovery of the group
+    version lists `mutatingadmissionpolicies`; a 404 of the group version says no)."""
+    try:
+        found = client.get(DISCOVERY)
+    except rest.ApiError as err:
+        if err.not_found:
+            return False
+        raise
+    return any(r.get("name") == "mutatingadmissionpolicies" for r in (found.get("resources") or []))
+
+
 RESOURCES = {
     "MutatingAdmissionPolicy": POLICIES,
     "MutatingAdmissionPolicyBinding": BINDINGS,
@@ -78,8 +109,24 @@ class ProfileController:
         webhook: Webhook | None = None,
         metrics: telemetry.Metrics | None = None,
         informers: informerset.Informers | None = None,
+        profile_path: str = "auto",
+        discover: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        draw: Callable[[], int] = lambda: random.randrange(100),
     ) -> None:
+        if profile_path not in PATHS:
+            raise ValueError(f"profile path must be one of {', '.join(PATHS)}: {profile_path!r}")
         self._client = client
+        self._mode = profile_path
+        self._discover = discover or functools.partial(serves_policies, client)
+        self._clock = clock
+        self._draw = draw
+        self._resync = resync_seconds
+        self._checked_at: float | None = None
+        self._path_reported: set[tuple[str, str, str]] = set()
+        self._down_reported: set[str] = set()  # profiles told the webhook is unreachable
+        # name -> (resourceVersion, parsed profile or None when invalid)
+        self._parsed_cache: dict[str, tuple[str, colocationprofile.Profile | None]] = {}
         self._metrics = metrics
         self._webhook = webhook
         self._recorder = recorder
@@ -94,18 +141,25 @@ class ProfileController:
         self.priority_classes: informerset.View[Mapping[str, Any]] = shared.watch(
             PRIORITY_CLASSES
         ).view(on_event=self._poke)
-        self.owned: dict[str, informerset.View[Mapping[str, Any]]] = {
-            "MutatingAdmissionPolicy": shared.watch(POLICIES, label_selector=MANAGED).view(
-                on_event=self._poke
-            ),
-            "MutatingAdmissionPolicyBinding": shared.watch(BINDINGS, label_selector=MANAGED).view(
-                on_event=self._poke
-            ),
-        }
+        self.owned: dict[str, informerset.View[Mapping[str, Any]]] = {}
+        self._started = False
+        # Whether the server serves the policies: their informers exist only then (a list
+        # of a resource not served never syncs). Forced `webhook` still looks, to delete.
+        try:
+            self.serves_policies = self._discover()
+            self._checked_at = self._clock()
+        except (rest.ApiError, rest.ApiUnavailable) as err:
+            # Unknown: no policy informers yet; the first pass asks again before it acts.
+            log.warning("discovery of MutatingAdmissionPolicy failed: %s (asked again)", err)
+            self.serves_policies = False
+        if self.serves_policies:
+            self._watch_policies()
+        self.namespaces: informerset.View[Mapping[str, Any]] | None = None
         if webhook is not None:
             self.owned["MutatingWebhookConfiguration"] = shared.watch(
                 WEBHOOKS, label_selector=MANAGED
             ).view(on_event=self._poke)
+            self.namespaces = shared.watch(NAMESPACES).view()
         self.runtime = controller.Controller(
             "colocation-profiles",
             self._sync,
@@ -114,14 +168,54 @@ class ProfileController:
             synced=lambda: self.synced,
         )
 
+    def _watch_policies(self) -> None:
+        for kind, resource in (
+            ("MutatingAdmissionPolicy", POLICIES),
+            ("MutatingAdmissionPolicyBinding", BINDINGS),
+        ):
+            if kind not in self.owned:
+                shared = self.informers_set.watch(resource, label_selector=MANAGED)
+                self.owned[kind] = shared.view(on_event=self._poke)
+                if self._started:
+                    shared.informer.start()
+
+    @property
+    def path(self) -> str:
+        """The path that applies the profiles now: "policy" or "webhook"."""
+        if self._mode != "auto":
+            return self._mode
+        return "policy" if self.serves_policies else "webhook"
+
+    def recheck(self, *, force: bool = False) -> None:
+        """Ask discovery again if a resync has passed since (or `force`: a write got 404)."""
+        now = self._clock()
+        if not force and self._checked_at is not None and now - self._checked_at < self._resync:
+            return
+        self._checked_at = now
+        try:
+            served = self._discover()
+        except (rest.ApiError, rest.ApiUnavailable) as err:
+            log.warning("discovery of MutatingAdmissionPolicy failed: %s (kept %s)", err, self.path)
+            return
+        if served != self.serves_policies:
+            log.info(
+                "the API server %s MutatingAdmissionPolicy v1",
+                "serves" if served else "no longer serves",
+            )
+            self.serves_policies = served
+            if served:
+                self._watch_policies()
+
     def _poke(self, _kind: str, _old: object, _new: object) -> None:
         self.runtime.add(PASS)
 
     def informers(self) -> list[informerset.View[Any]]:
-        return [self.profiles, self.priority_classes, *self.owned.values()]
+        found = [self.profiles, self.priority_classes, *self.owned.values()]
+        return found + ([self.namespaces] if self.namespaces is not None else [])
 
     def start(self) -> None:
         """Start the informers (every one of the set: it may be this controller's own)."""
+        self._started = True
         self.informers_set.start()
 
     def stop(self) -> None:
@@ -152,6 +246,12 @@ class ProfileController:
                     if pc is not None:
                         value = int(pc.get("value", 0))
                         preemption = str(pc.get("preemptionPolicy") or PREEMPT_DEFAULT)
+                if self.path == "webhook" and self._webhook is None:
+                    raise colocationprofile.ProfileError(
+                        "the API server does not serve MutatingAdmissionPolicy v1 (or"
+                        " --profile-path=webhook): profiles are applied by the manager's"
+                        " webhook, which is off (--webhook-addr)"
+                    )
                 if 0 < profile.percent < 100 and self._webhook is None:
                     raise colocationprofile.ProfileError(
                         f"spec.probability: {profile.percent}% is drawn per pod by the"
@@ -164,16 +264,120 @@ class ProfileController:
                 failed.add(f"nodeqos-colocation-{name}")
                 self._report(obj, str(err))
                 continue
+            self._report_path(obj, profile)
+            if self.path == "webhook":
+                continue  # rendered only to refuse what the policy path refuses, the same way
             for item in rendered:
                 wanted[f"{item['kind']}/{item['metadata']['name']}"] = item
             if 0 < profile.percent < 100:
                 drawn.append(probability.Entry(name, profile.namespace_selector, profile.selector))
-        if self._webhook is not None and drawn:
+        if self.path == "webhook" and self._webhook is not None and profiles:
+            config = profilemutation.configuration(
+                self._webhook.client_config, self._webhook.ca_pem
+            )
+            wanted[f"MutatingWebhookConfiguration/{profilemutation.CONFIGURATION}"] = config
+        elif self._webhook is not None and drawn:
             config = probability.configuration(
                 drawn, self._webhook.client_config, self._webhook.ca_pem
             )
             wanted[f"MutatingWebhookConfiguration/{probability.CONFIGURATION}"] = config
         return wanted, failed
+
+    def _report_path(self, obj: Mapping[str, Any], profile: colocationprofile.Profile) -> None:
+        """A Normal Event, once per resourceVersion and path, naming the path."""
+        meta = obj.get("metadata") or {}
+        key = (profile.name, str(meta.get("resourceVersion", "")), self.path)
+        if key in self._path_reported or self._recorder is None:
+            return
+        self._path_reported = {k for k in self._path_reported if k[0] != profile.name}
+        self._path_reported.add(key)
+        how = (
+            "MutatingAdmissionPolicy nodeqos-colocation-" + profile.name
+            if self.path == "policy"
+            else f"the manager's webhook ({profilemutation.CONFIGURATION})"
+        )
+        ref = events.ObjectRef(
+            kind="ClusterColocationProfile",
+            name=profile.name,
+            uid=str(meta.get("uid", "")),
+            api_version="config.koordinator.sh/v1alpha1",
+        )
+        self._recorder.event(ref, events.NORMAL, PATH_REASON, f"path {self.path}: applied by {how}")
+
+    def _check_webhook(self) -> None:
+        """The webhook path's server, reached as the API server reaches it (bounded 3 s):
+        `nodeqos_manager_profile_webhook_up`, and while it is down a Warning Event per
+        profile (pods are created without the profiles: failurePolicy Ignore)."""
+        if self._webhook is None:
+            return
+        why = probability.unreachable(
+            self._webhook.client_config, self._webhook.ca_pem, probability.PROFILES_PATH
+        )
+        if self._metrics is not None:
+            self._metrics.profile_webhook_up.set(0 if why else 1)
+        if why is None:
+            self._down_reported.clear()
+            return
+        log.warning("the profiles webhook is unreachable: %s", why)
+        for obj in self.profiles.items():
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name", ""))
+            if name in self._down_reported or self._recorder is None:
+                continue
+            self._down_reported.add(name)
+            ref = events.ObjectRef(
+                kind="ClusterColocationProfile",
+                name=name,
+                uid=str(meta.get("uid", "")),
+                api_version="config.koordinator.sh/v1alpha1",
+            )
+            message = f"pods are created without this profile (failurePolicy Ignore): {why}"
+            self._recorder.event(ref, events.WARNING, UNREACHABLE_REASON, message[:1000])
+
+    def _parsed(self, obj: Mapping[str, Any]) -> colocationprofile.Profile | None:
+        """The profile parsed once per resourceVersion (the webhook asks on every pod)."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+        cached = self._parsed_cache.get(key[0])
+        if cached is not None and cached[0] == key[1]:
+            return cached[1]
+        try:
+            profile: colocationprofile.Profile | None = colocationprofile.Profile.from_api(obj)
+        except (colocationprofile.ProfileError, ValueError, TypeError):
+            profile = None  # reported by the pass
+        if len(self._parsed_cache) > 4 * len(self.profiles) + 16:
+            self._parsed_cache.clear()  # bounded: profiles deleted since
+        self._parsed_cache[key[0]] = (key[1], profile)
+        return profile
+
+    def applied(self) -> list[profilemutation.Applied]:
+        """The valid profiles as the webhook path applies them (their PriorityClass looked up)."""
+        found = []
+        for obj in self.profiles.items():
+            profile = self._parsed(obj)
+            if profile is None:
+                continue
+            value, preemption = None, None
+            if profile.priority_class_name:
+                pc = self.priority_classes.get(profile.priority_class_name)
+                if pc is not None:
+                    value = int(pc.get("value", 0))
+                    preemption = str(pc.get("preemptionPolicy") or PREEMPT_DEFAULT)
+            found.append(profilemutation.Applied(profile, value, preemption))
+        return found
+
+    def review(
+        self, review: dict[str, Any], record: Callable[[str], None] = lambda _o: None
+    ) -> dict[str, Any]:
+        """The `/profiles` answer for one AdmissionReview, from this replica's informers."""
+
+        def labels(name: str) -> Mapping[str, str] | None:
+            if self.namespaces is None or not self.namespaces.synced:
+                return None
+            ns = self.namespaces.get(name)
+            return None if ns is None else dict((ns.get("metadata") or {}).get("labels") or {})
+
+        return profilemutation.review_response(review, self.applied(), labels, self._draw, record)
 
     def percent(self, name: str) -> int | None:
         """The probability of profile `name` for the webhook; None if unknown or invalid."""
@@ -218,21 +422,23 @@ class ProfileController:
         """One pass; returns the writes it sent. A write finding the API server
         unavailable ends the pass (raises rest.ApiUnavailable)."""
         self._failed = 0
+        self.recheck()
+        if not self.synced:  # the policies' informers were just added: act once they list
+            self._failed += 1
+            return 0
+        if self._metrics is not None:
+            for path in ("policy", "webhook"):
+                self._metrics.profile_path.labels(path).set(1 if path == self.path else 0)
         wanted, failed = self.desired()
+        if f"MutatingWebhookConfiguration/{profilemutation.CONFIGURATION}" in wanted:
+            self._check_webhook()
         before = self.writes
         resources = RESOURCES
-        for kind, informer in self.owned.items():
-            resource = resources[kind]
-            for item in informer.items():
-                name = item["metadata"]["name"]
-                if f"{kind}/{name}" not in wanted and name not in failed:
-                    self._send(
-                        kind, "delete", functools.partial(self._client.delete, resource.path(name))
-                    )
         for key, item in wanted.items():
             kind, name = key.split("/", 1)
             resource = resources[kind]
-            stored = self.owned[kind].get(name)
+            view = self.owned.get(kind)  # policies not watched: not served (a create 404s)
+            stored = None if view is None else view.get(name)
             if stored is None:
                 call = functools.partial(self._client.create, resource.path(), item)
                 self._send(kind, "create", call)
@@ -251,6 +457,22 @@ class ProfileController:
             self._send(
                 kind, "replace", functools.partial(self._client.replace, resource.path(name), body)
             )
+        if self._failed:
+            # The new path's objects first, then the old path's deleted: never a moment
+            # with neither (a switch of path); the pass is retried with backoff.
+            return self.writes - before
+        for kind, view in self.owned.items():
+            if kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding") and not (
+                self.serves_policies
+            ):
+                continue  # no longer served (a downgrade): nothing left to delete, stale cache
+            resource = resources[kind]
+            for stored_item in view.items():
+                name = stored_item["metadata"]["name"]
+                if f"{kind}/{name}" not in wanted and name not in failed:
+                    self._send(
+                        kind, "delete", functools.partial(self._client.delete, resource.path(name))
+                    )
         return self.writes - before
 
     def _send(self, kind: str, verb: str, call: Callable[[], object]) -> None:
@@ -266,6 +488,10 @@ class ProfileController:
             log.warning("%s of a colocation policy failed: %s (retried with backoff)", verb, err)
             if isinstance(err, rest.ApiUnavailable):
                 raise  # the rest of the pass would find it unavailable too
+            if err.not_found and verb == "delete":
+                return  # gone already: what the delete wanted
+            if err.not_found and kind != "MutatingWebhookConfiguration":
+                self.recheck(force=True)  # the policies may no longer be served
             self._failed += 1
 
     def _sync(self, _key: str, _since: float | None) -> None:

@@ -96,6 +96,26 @@ class Metrics:
             ["decision"],
             registry=registry,
         )
+        self.profile_reviews = Counter(
+            "nodeqos_manager_profile_reviews_total",
+            "Pods the profiles webhook (the webhook path, where MutatingAdmissionPolicy v1 is"
+            " not served) was asked about, by outcome (mutated, unchanged, namespace-unknown).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.profile_path = Gauge(
+            "nodeqos_manager_profile_path",
+            "1 for the path that applies ClusterColocationProfiles now (policy: the API"
+            " server's MutatingAdmissionPolicy; webhook: the manager's /profiles).",
+            ["path"],
+            registry=registry,
+        )
+        self.profile_webhook_up = Gauge(
+            "nodeqos_manager_profile_webhook_up",
+            "On the webhook path: 1 when the leader reached the profiles webhook as the API"
+            " server does at its last pass, 0 when not (pods are then created unmutated).",
+            registry=registry,
+        )
         self.batch_latency = Histogram(
             "nodeqos_manager_batch_update_latency_seconds",
             "From the event that dirtied a node (NodeMetric, Pod, Node) to its status patch.",

@@ -97,9 +97,21 @@ def test_the_client_pool_holds_every_watch_and_every_batch_worker() -> None:
         *built.profiles.informers(),
     ]
     watches = built.informers.all()
-    assert len(watches) == daemon.WATCHES
+    # discovery cannot reach this server: no policy informers (the first pass asks again)
+    assert len(watches) == daemon.WATCHES - 4
     assert {id(view.shared) for view in views} == {id(shared) for shared in watches}
     names = sorted(shared.name for shared in watches)
     assert names.count("nodes") == 1 and names.count("slo-controller-config") == 1
     assert names.count("nodemetrics") == 1
     assert daemon.POOL_SIZE > daemon.WATCHES + batchresource.WORKERS + reconcile.WRITE_WORKERS
+
+
+def test_profile_path_is_checked_with_the_webhook_it_needs() -> None:
+    """--profile-path: one of auto, policy, webhook; webhook without --webhook-addr refused."""
+    assert daemon.Options(profile_path="auto").validate() == []
+    assert daemon.Options(profile_path="policy").validate() == []
+    (problem,) = daemon.Options(profile_path="webhook").validate()
+    assert problem.startswith("--profile-path: webhook needs --webhook-addr")
+    (problem,) = daemon.Options(profile_path="both").validate()
+    assert problem.startswith("--profile-path: must be one of auto, policy, webhook")
+    assert daemon.Options(profile_path="webhook", webhook_addr="127.0.0.1:9443").validate() == []
