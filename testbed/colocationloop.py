@@ -366,7 +366,7 @@ def installed(
     *,
     agent_args: Sequence[str] = (),
     thresholds: Mapping[str, Any] | None = None,
-) -> Iterator[None]:
+) -> Iterator[str]:
     """deploy/ with the colocation overlay (`manifests`' options), agents Ready on every node,
     the manager Ready, the profile rendered. Everything (and the batch and mid resources on
     the Nodes) removed on exit."""
@@ -393,19 +393,19 @@ def installed(
                     + f"; ClusterColocationProfile {PROFILE} "
                     "(namespaces colocation=on, pods role=batch → BE)"
                 )
-                _wait_installed(kube)
+                path = _wait_installed(kube)
                 say(
                     f"agents Ready on {', '.join(NODES)}, nodeqos-manager Ready, profile "
-                    f"{PROFILE} rendered as MutatingAdmissionPolicy "
-                    f"nodeqos-colocation-{PROFILE} ({time.monotonic() - started:.0f}s)"
+                    f"{PROFILE} applied by {path} ({time.monotonic() - started:.0f}s)"
                 )
-                yield
+                yield path
             finally:
                 localcluster.delete_path(kube, f"{PROFILES}/{PROFILE}")
                 localcluster.delete_path(kube, f"{PRIORITY_CLASSES}/{PRIORITY_CLASS}")
     finally:
         for kind in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
             localcluster.delete_path(kube, _rendered(kind))
+        localcluster.delete_path(kube, PROFILES_WEBHOOK)
         for node in NODES:
             _reset_node(kube, node)
 
@@ -427,8 +427,8 @@ def _add_profile(kube: rest.Rest) -> None:
     kube.create(PROFILES, profile())
 
 
-def _wait_installed(kube: rest.Rest) -> None:
-    """Agents Ready on every node, the manager Ready, the profile rendered."""
+def _wait_installed(kube: rest.Rest) -> str:
+    """Agents Ready on every node, the manager Ready, the profile in force; by which path."""
 
     def agents_ready() -> bool:
         agents = _running(kube, SYSTEM_NAMESPACE, "app.kubernetes.io/name=nodeqos-agent")
@@ -440,11 +440,27 @@ def _wait_installed(kube: rest.Rest) -> None:
         "a Ready nodeqos-manager",
         timeout=180,
     )
-    wait_for(
-        lambda: localcluster.exists(kube, _rendered("mutatingadmissionpolicybindings")),
-        f"the manager to render profile {PROFILE}",
-        timeout=120,
+    path: str = wait_for(
+        lambda: _applied_by(kube), f"the manager to apply profile {PROFILE}", timeout=120
     )
+    return path
+
+
+# The manager's webhook configuration where the API server serves no MutatingAdmissionPolicy
+# (manager.profilemutation.CONFIGURATION; testbed imports no product package).
+PROFILES_WEBHOOK = rest.object_path(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+    "nodeqos-colocation-profiles",
+)  # fmt: skip
+
+
+def _applied_by(kube: rest.Rest) -> str:
+    """Which path applies the profile ("" while neither is in place)."""
+    if localcluster.exists(kube, _rendered("mutatingadmissionpolicybindings")):
+        return f"MutatingAdmissionPolicy nodeqos-colocation-{PROFILE}"
+    if localcluster.exists(kube, PROFILES_WEBHOOK):
+        return "the manager's webhook (nodeqos-colocation-profiles)"
+    return ""
 
 
 def _reset_node(kube: rest.Rest, node: str) -> None:
@@ -543,6 +559,31 @@ def batch_job() -> dict[str, Any]:
     }
 
 
+def profiled(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a pod that `profile()` sets, as admission left them."""
+    labels = pod["metadata"].get("labels") or {}
+    spec = pod["spec"]
+    return {
+        "labels": {k: labels.get(k) for k in ("koordinator.sh/qosClass", "colocated-by")},
+        **{k: spec.get(k) for k in ("priorityClassName", "priority", "preemptionPolicy")},
+        "resources": spec["containers"][0].get("resources"),
+    }
+
+
+# What `profiled` reads off a pod of `batch_job()` once `profile()` applied: on every
+# Kubernetes minor and through either path, this pod and no other.
+EXPECTED_BATCH_POD = {
+    "labels": {"koordinator.sh/qosClass": "BE", "colocated-by": "nodeqos"},
+    "priorityClassName": PRIORITY_CLASS,
+    "priority": 5000,
+    "preemptionPolicy": "Never",
+    "resources": {
+        "requests": {BATCH_CPU: str(BATCH_REQUEST_MILLIS), BATCH_MEMORY: "32Mi"},
+        "limits": {BATCH_CPU: "1k", BATCH_MEMORY: "64Mi"},
+    },
+}
+
+
 # -- the outcome ---------------------------------------------------------------------
 
 
@@ -554,6 +595,10 @@ class Outcome:
     batch_cpu: dict[str, int] = field(default_factory=dict)
     batch_pods: dict[str, int] = field(default_factory=dict)  # node -> Running batch pods
     batch_requests: dict[str, str] = field(default_factory=dict)  # what a batch pod asked for
+    # the fields the profile set on a batch pod, as admission left them (`profiled`): the
+    # same whichever path applied it (MutatingAdmissionPolicy or the manager's webhook)
+    batch_pod: dict[str, Any] = field(default_factory=dict)
+    profile_path: str = ""  # which path applied the profile (`_applied_by`)
     pending_batch_pods: int = 0
     cluster_cpu_before: float | None = None
     cluster_cpu_after: float | None = None
@@ -588,6 +633,8 @@ class Outcome:
             found.append(f"batch pods not placed on Batch capacity only: {self.batch_pods}")
         if BATCH_CPU not in self.batch_requests or "cpu" in self.batch_requests:
             found.append(f"the profile did not make the pods Batch: {self.batch_requests}")
+        if self.batch_pod != EXPECTED_BATCH_POD:
+            found.append(f"the profile left a batch pod other than expected: {self.batch_pod}")
         if (self.cluster_cpu_after or 0) <= (self.cluster_cpu_before or 0):
             found.append("cluster CPU did not rise with the batch pods")
         if (self.pressed_batch_after or 0) >= (self.pressed_batch_before or 0) - SHRINK_MILLIS:
@@ -695,13 +742,15 @@ def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
     outcome.batch_requests = {
         str(k): str(v) for k, v in first["spec"]["containers"][0]["resources"]["requests"].items()
     }
+    outcome.batch_pod = profiled(first)
     counts = {n: 0 for n in NODES}
     for pod in pods:
         counts[pod["spec"]["nodeName"]] += 1
     outcome.batch_pods = counts
     say(
-        f"Job crunch: {BATCH_PODS} pods created asking cpu {BATCH_REQUEST_MILLIS}m; the API "
-        f"server's policy made them {first['metadata']['labels'].get('koordinator.sh/qosClass')} "
+        f"Job crunch: {BATCH_PODS} pods created asking cpu {BATCH_REQUEST_MILLIS}m; "
+        f"{outcome.profile_path or 'the profile'} made them "
+        f"{first['metadata']['labels'].get('koordinator.sh/qosClass')} "
         f"asking {outcome.batch_requests} (QoS {first['status'].get('qosClass')})"
     )
     say(
@@ -839,7 +888,7 @@ def step_degrade(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
 def run(kube: rest.Rest, say: Say) -> Outcome:
     """The four steps; the namespaces deleted at the end (nodeqos stays for `installed`)."""
     started = time.monotonic()
-    outcome = Outcome()
+    outcome = Outcome(profile_path=_applied_by(kube))
     try:
         step_capacity(kube, outcome, say)
         step_placement(kube, outcome, say)

@@ -3,7 +3,8 @@
 deploy/ installed with colocation on (short report, update and degrade intervals),
 BE CPU suppression on, and a ClusterColocationProfile. Idle online Deployments
 leave slack that nodeqos-manager publishes as batch-cpu; a Job asking plain cpu is
-turned Batch by the API server's MutatingAdmissionPolicy and placed only where
+turned Batch by the profile (the API server's MutatingAdmissionPolicy where served,
+1.36+, else nodeqos-manager's webhook: the same pod either way) and placed only where
 Batch capacity is; online load on n1 shrinks its batch-cpu, BE suppression cuts
 the BE pods' usage and the online pods are not throttled; n2's agent stopped past
 degradeTimeMinutes sends its Batch resources to zero with an Event.
@@ -52,6 +53,9 @@ def test_slack_becomes_batch_capacity_and_the_node_keeps_it_safe(
     assert colocationloop.BATCH_CPU in outcome.batch_requests, story
     assert "cpu" not in outcome.batch_requests, story
     assert outcome.batch_pods[small] == 0, story
+    # the same pod on every minor, whichever path applied the profile
+    assert outcome.batch_pod == colocationloop.EXPECTED_BATCH_POD, story
+    assert outcome.profile_path, story
     assert sum(outcome.batch_pods.values()) == colocationloop.BATCH_PODS, story
     assert outcome.cluster_cpu_before is not None and outcome.cluster_cpu_after is not None
     assert outcome.cluster_cpu_after > outcome.cluster_cpu_before, story

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from kube import rest
 from testbed import localnodes
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster
@@ -98,9 +99,14 @@ def containers(pod: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def lease_renewed_after(cluster: RealCluster, since: datetime) -> bool:
-    lease = cluster.kube.get(
-        f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}"
-    )
+    try:
+        lease = cluster.kube.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}"
+        )
+    except rest.ApiError as err:
+        if err.not_found:  # not made again yet (the garbage collector may have taken it)
+            return False
+        raise
     renewed = datetime.fromisoformat(lease["spec"]["renewTime"].replace("Z", "+00:00"))
     return renewed > since
 
