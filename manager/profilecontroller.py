@@ -66,6 +66,10 @@ WEBHOOKS = cache.Resource(
 NAMESPACES = cache.Resource("", "v1", "namespaces", False)
 PATH_REASON = "ColocationProfilePath"
 UNREACHABLE_REASON = "ColocationProfileWebhookUnreachable"
+# How long a pass waits for its check of the webhook: the check's own 3 s timeout bounds
+# the connection, not the Service's name lookup (getaddrinfo takes no timeout), so the
+# check runs in a thread of its own and the pass waits this long at most.
+PROBE_WAIT = 4.0
 PATHS = ("auto", "policy", "webhook")
 DISCOVERY = "/apis/admissionregistration.k8s.io/v1"
 
@@ -113,6 +117,8 @@ class ProfileController:
         discover: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
         draw: Callable[[], int] = lambda: random.randrange(100),
+        probe: Callable[[Mapping[str, Any], bytes, str], str | None] = probability.unreachable,
+        probe_wait: float = PROBE_WAIT,
     ) -> None:
         if profile_path not in PATHS:
             raise ValueError(f"profile path must be one of {', '.join(PATHS)}: {profile_path!r}")
@@ -121,6 +127,9 @@ class ProfileController:
         self._discover = discover or functools.partial(serves_policies, client)
         self._clock = clock
         self._draw = draw
+        self._probe = probe
+        self._probe_wait = probe_wait
+        self._probing: threading.Thread | None = None
         self._resync = resync_seconds
         self._checked_at: float | None = None
         self._path_reported: set[tuple[str, str, str]] = set()
@@ -310,9 +319,7 @@ class ProfileController:
         profile (pods are created without the profiles: failurePolicy Ignore)."""
         if self._webhook is None:
             return
-        why = probability.unreachable(
-            self._webhook.client_config, self._webhook.ca_pem, probability.PROFILES_PATH
-        )
+        why = self._bounded_probe(self._webhook)
         if self._metrics is not None:
             self._metrics.profile_webhook_up.set(0 if why else 1)
         if why is None:
@@ -333,6 +340,23 @@ class ProfileController:
             )
             message = f"pods are created without this profile (failurePolicy Ignore): {why}"
             self._recorder.event(ref, events.WARNING, UNREACHABLE_REASON, message[:1000])
+
+    def _bounded_probe(self, webhook: Webhook) -> str | None:
+        """The check, waited on for `probe_wait` s at most; one at a time (a check still
+        hanging from an earlier pass counts as the webhook not answering)."""
+        if self._probing is not None and self._probing.is_alive():
+            return "an earlier check of the webhook has not returned (a hung name lookup?)"
+        answer: list[str | None] = []
+
+        def check() -> None:
+            answer.append(
+                self._probe(webhook.client_config, webhook.ca_pem, probability.PROFILES_PATH)
+            )
+
+        self._probing = threading.Thread(target=check, name="profile-webhook-check", daemon=True)
+        self._probing.start()
+        self._probing.join(self._probe_wait)
+        return answer[0] if answer else f"no answer to the check in {self._probe_wait:g} s"
 
     def _parsed(self, obj: Mapping[str, Any]) -> colocationprofile.Profile | None:
         """The profile parsed once per resourceVersion (the webhook asks on every pod)."""
