@@ -130,8 +130,8 @@ def find_binaries(
     """Locate the binaries: those of `minor` (default $NODEQOS_KUBE_MINOR) when it names an
     older supported minor (only the `needed` ones are built; all three by default), else
     $NODEQOS_CONTROL_PLANE_BIN, else run the (cached) build script."""
-    minor = minor if minor is not None else os.environ.get(MINOR_ENV, "")
-    if minor and minor.removeprefix("v") != pinned_minor():
+    minor = (minor or "").removeprefix("v") or run_minor()
+    if minor != pinned_minor():
         want = [name for name in needed if name in CONTROL_PLANE_COMPONENTS]
         return Binaries.in_dir(
             build_minor(minor, want or CONTROL_PLANE_COMPONENTS), needed=("etcd", "certgen", *want)
@@ -151,6 +151,11 @@ def pinned_minor() -> str:
         if len(fields) >= 2 and fields[0] == "k8s.io/kubernetes":
             return ".".join(fields[1].removeprefix("v").split(".")[:2])
     raise ControlPlaneError("hack/go.mod pins no k8s.io/kubernetes")
+
+
+def run_minor() -> str:
+    """The minor this run uses: $NODEQOS_KUBE_MINOR, else the pinned one."""
+    return os.environ.get(MINOR_ENV, "").removeprefix("v") or pinned_minor()
 
 
 def supported_minors() -> list[str]:

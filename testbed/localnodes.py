@@ -82,7 +82,7 @@ class NodeBinaries:
         kubelet of $NODEQOS_KUBE_MINOR when that names an older minor (the host checked
         by hack/node-setup.sh all the same)."""
         directory = os.environ.get("NODEQOS_NODE_BIN")
-        minor = os.environ.get(controlplane.MINOR_ENV, "").removeprefix("v")
+        minor = controlplane.run_minor()
         if not directory:
             if not setup:
                 raise NodeError(f"NODEQOS_NODE_BIN is not set. {HOW_TO_SET_UP}")
@@ -90,7 +90,7 @@ class NodeBinaries:
             if done.returncode != 0:
                 raise NodeError(done.stderr.strip() or f"{SETUP_SCRIPT} failed. {HOW_TO_SET_UP}")
             directory = done.stdout.strip().splitlines()[-1]
-        if minor and minor != controlplane.pinned_minor():
+        if minor != controlplane.pinned_minor():
             try:
                 directory = str(controlplane.build_minor(minor, ["kubelet"]))
             except controlplane.ControlPlaneError as err:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed import controlplane
 from tests.e2e import pods
 from tests.e2e.conftest import RealCluster
 
@@ -13,13 +14,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.controlplane, pytest.mark.slow]
 
 
 def test_nodes_register_ready_with_the_machine_capacity(real_cluster: RealCluster) -> None:
-    """Each kubelet registers its Node, Ready, untainted once the lifecycle controller saw it."""
+    """Each kubelet (of the run's minor) registers its Node, Ready, untainted once the lifecycle
+    controller saw it."""
+    minor = controlplane.run_minor()
     for name in real_cluster.nodes:
         node = real_cluster.kube.get(f"/api/v1/nodes/{name}")
         ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
         assert ready == "True"
         assert int(node["status"]["capacity"]["cpu"]) >= 1
-        assert node["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.37.")
+        assert node["status"]["nodeInfo"]["kubeletVersion"].startswith(f"v{minor}.")
         assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
 
 
