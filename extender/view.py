@@ -509,33 +509,29 @@ def _caps(limits: Sequence[int], allocatable: Vector, used: Vector) -> tuple[flo
     )
 
 
+# What one informer of `informers` watches: (resource, projection, handler, field selector).
+_Feed = tuple[cache.Resource, Callable[[Mapping[str, Any]], Any], "cache.Handler[Any]", str | None]
+
+
 def informers(
     client: rest.Rest, view: ClusterView, *, page_size: int = 500
 ) -> list[cache.Informer[Any]]:
     """The three list-watch caches that feed `view` (not started)."""
+    # Only bound pods weigh on a node: a pending pod's events (half of a burst's)
+    # would cost decoding and nothing else. A pod arrives as ADDED when bound.
+    feeds: tuple[_Feed, ...] = (
+        (cache.NODES, view.project_node, view.on_node, None),
+        (cache.NODEMETRICS, view.project_metric, view.on_metric, None),
+        (cache.PODS, view.project_pod, view.on_pod, "spec.nodeName!="),
+    )
     return [
         cache.Informer(
             client,
-            cache.NODES,
-            project=view.project_node,
-            on_event=view.on_node,
+            resource,
+            project=project,
+            on_event=on_event,
             page_size=page_size,
-        ),
-        cache.Informer(
-            client,
-            cache.NODEMETRICS,
-            project=view.project_metric,
-            on_event=view.on_metric,
-            page_size=page_size,
-        ),
-        # Only bound pods weigh on a node: a pending pod's events (half of a burst's)
-        # would cost decoding and nothing else. A pod arrives as ADDED when bound.
-        cache.Informer(
-            client,
-            cache.PODS,
-            project=view.project_pod,
-            on_event=view.on_pod,
-            page_size=page_size,
-            field_selector="spec.nodeName!=",
-        ),
+            field_selector=field_selector,
+        )
+        for resource, project, on_event, field_selector in feeds
     ]
