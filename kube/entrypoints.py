@@ -133,13 +133,21 @@ def surface(
     return name, values
 
 
-def point_set(value: object, point: type) -> bool:
-    """Whether `value` will do as EXTENSION_POINTS: a non-empty set of `point` members."""
-    return (
-        isinstance(value, frozenset | set)
-        and bool(value)
-        and all(isinstance(member, point) for member in value)
-    )
+def extension_points(point: type, spelled: str) -> Requirement:
+    """EXTENSION_POINTS, a non-empty set of `point` members (`spelled` names `point`)."""
+
+    def will_do(value: object) -> bool:
+        return (
+            isinstance(value, frozenset | set)
+            and bool(value)
+            and all(isinstance(member, point) for member in value)
+        )
+
+    return ("EXTENSION_POINTS", will_do, f"EXTENSION_POINTS, a non-empty frozenset of {spelled}")
+
+
+# The factory of a plugin built from its args and a handle (the descheduler's, the extender's).
+FACTORY: Requirement = ("factory", callable, "factory(args, handle), a callable")
 
 
 def load(
