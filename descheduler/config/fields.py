@@ -66,6 +66,13 @@ class PluginArgs:
         if not isinstance(raw, Mapping):
             errors.add(path, f"must be a mapping, not {describe(raw)}")
             return None
+        return cls.decode_mapping(raw, path, errors)
+
+    @classmethod
+    def decode_mapping(
+        cls, raw: Mapping[str, object], path: FieldPath, errors: Errors
+    ) -> Self | None:
+        """`decode` of a mapping (a null is an empty one); a subclass may take it over."""
         api_version = raw.get("apiVersion")
         if api_version is not None and api_version != API_VERSION:
             errors.add(path.child("apiVersion"), f'must be "{API_VERSION}" (got {api_version!r})')

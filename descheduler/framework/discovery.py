@@ -40,7 +40,7 @@ from typing import ClassVar, Self
 from descheduler.config import ENTRY_POINT_GROUP, ExtensionPoint, FieldPath, PluginArgs
 from descheduler.framework.registry import Registry, RegistryError
 from kube import entrypoints
-from kube.configstruct import Errors, describe
+from kube.configstruct import Errors
 
 GROUP = ENTRY_POINT_GROUP
 
@@ -58,12 +58,9 @@ class RawArgs(PluginArgs):
     raw: Mapping[str, object]
 
     @classmethod
-    def decode(cls, raw: object, path: FieldPath, errors: Errors) -> Self | None:
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, Mapping):
-            errors.add(path, f"must be a mapping, not {describe(raw)}")
-            return None
+    def decode_mapping(
+        cls, raw: Mapping[str, object], path: FieldPath, errors: Errors
+    ) -> Self | None:
         return cls(dict(raw))
 
     def to_mapping(self) -> dict[str, object]:
