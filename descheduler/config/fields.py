@@ -50,6 +50,14 @@ class PluginArgs:
     KIND: ClassVar[str]
 
     @classmethod
+    def narrow(cls, args: PluginArgs, plugin: str) -> Self:
+        """`args` as this class: what a plugin's `factory` is handed. Another plugin's
+        args there is a programming error of the framework's: TypeError."""
+        if not isinstance(args, cls):
+            raise TypeError(f"{plugin} needs {cls.__name__}, not {type(args).__name__}")
+        return args
+
+    @classmethod
     def from_mapping(cls, raw: object, path: FieldPath = ROOT) -> Self:
         """Decode and validate; raises ConfigError listing every problem."""
         errors = Errors()

@@ -86,6 +86,4 @@ class PodLifeTime:
 
 
 def factory(args: PluginArgs, handle: Handle) -> PodLifeTime:
-    if not isinstance(args, PodLifeTimeArgs):
-        raise TypeError(f"{NAME} needs PodLifeTimeArgs, not {type(args).__name__}")
-    return PodLifeTime(args, handle)
+    return PodLifeTime(PodLifeTimeArgs.narrow(args, NAME), handle)

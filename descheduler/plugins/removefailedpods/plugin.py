@@ -73,6 +73,4 @@ class RemoveFailedPods:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemoveFailedPods:
-    if not isinstance(args, RemoveFailedPodsArgs):
-        raise TypeError(f"{NAME} needs RemoveFailedPodsArgs, not {type(args).__name__}")
-    return RemoveFailedPods(args, handle)
+    return RemoveFailedPods(RemoveFailedPodsArgs.narrow(args, NAME), handle)

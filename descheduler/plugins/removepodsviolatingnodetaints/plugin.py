@@ -52,8 +52,6 @@ class RemovePodsViolatingNodeTaints:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingNodeTaints:
-    if not isinstance(args, RemovePodsViolatingNodeTaintsArgs):
-        raise TypeError(
-            f"{NAME} needs RemovePodsViolatingNodeTaintsArgs, not {type(args).__name__}"
-        )
-    return RemovePodsViolatingNodeTaints(args, handle)
+    return RemovePodsViolatingNodeTaints(
+        RemovePodsViolatingNodeTaintsArgs.narrow(args, NAME), handle
+    )
