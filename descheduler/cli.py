@@ -117,15 +117,22 @@ def _logging(verbose: int, quiet_default: bool = False) -> None:
     )
 
 
+def _config_option(help_text: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """`--config FILE` (into `config_file`), on the daemon command and on `simulate`."""
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, path_type=pathlib.Path),
+        help=help_text,
+    )
+
+
 @click.group(
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=pathlib.Path),
-    help="DeschedulerConfiguration YAML (Koordinator or kubernetes-sigs/descheduler v1alpha2).",
+@_config_option(
+    "DeschedulerConfiguration YAML (Koordinator or kubernetes-sigs/descheduler v1alpha2)."
 )
 @click.option(
     "--write-config-to",
@@ -315,12 +322,7 @@ def _now(ctx: click.Context, param: click.Parameter, value: str | None) -> datet
 
 
 @main.command("simulate")
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=pathlib.Path),
-    help="DeschedulerConfiguration YAML (else the one given before 'simulate').",
-)
+@_config_option("DeschedulerConfiguration YAML (else the one given before 'simulate').")
 @click.option(
     "--snapshot",
     required=True,

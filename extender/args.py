@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import yaml
-
+from extender.framework import config as framework_config
 from extender.framework import interfaces
 from kube import configcodecs as codecs
 from kube import configstruct
@@ -205,12 +204,4 @@ def decode_args(raw: object, path: configstruct.FieldPath = configstruct.ROOT) -
 
 def load_args(path: pathlib.Path) -> LoadAwareArgs:
     """Read and decode a config file; raises `ArgsError`."""
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ArgsError([f"{path}: cannot read the config file: {err.strerror}"]) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ArgsError([f"{path}: not valid YAML: {err}"]) from None
-    return decode_args(raw if raw is not None else {})
+    return decode_args(framework_config.read_document(path))

@@ -1,7 +1,8 @@
 """`ClusterView`: the per-node load the filter and prioritize verbs read.
 
-Three informers (Nodes, Pods, NodeMetrics) feed it events; each event marks the
-nodes it touches dirty, and a verb first recomputes the dirty nodes, so a
+Three informers (Nodes, Pods, NodeMetrics) feed it events (the LoadAwareScheduling
+plugin subscribes it through its Handle, `extender.plugins.loadaware`); each event
+marks the nodes it touches dirty, and a verb first recomputes the dirty nodes, so a
 150,000-pod initial LIST costs one pass per node, not one per pod, and a verb at
 5,000 nodes does a dictionary lookup and a few integer operations per node.
 
@@ -40,7 +41,6 @@ from extender import judge, loads, nodeload
 from extender.args import LoadAwareArgs
 from extender.loads import MetricLoad, NodeCapacity, PodLoad, Vector
 from extender.nodeload import NodeLoad, Source
-from kube import cache, rest
 
 log = logging.getLogger(__name__)
 
@@ -507,35 +507,3 @@ def _caps(limits: Sequence[int], allocatable: Vector, used: Vector) -> tuple[flo
         math.inf if limit == 0 or total == 0 else (limit + 0.5) * total / 100 - amount
         for limit, total, amount in zip(limits, allocatable, used, strict=True)
     )
-
-
-def informers(
-    client: rest.Rest, view: ClusterView, *, page_size: int = 500
-) -> list[cache.Informer[Any]]:
-    """The three list-watch caches that feed `view` (not started)."""
-    return [
-        cache.Informer(
-            client,
-            cache.NODES,
-            project=view.project_node,
-            on_event=view.on_node,
-            page_size=page_size,
-        ),
-        cache.Informer(
-            client,
-            cache.NODEMETRICS,
-            project=view.project_metric,
-            on_event=view.on_metric,
-            page_size=page_size,
-        ),
-        # Only bound pods weigh on a node: a pending pod's events (half of a burst's)
-        # would cost decoding and nothing else. A pod arrives as ADDED when bound.
-        cache.Informer(
-            client,
-            cache.PODS,
-            project=view.project_pod,
-            on_event=view.on_pod,
-            page_size=page_size,
-            field_selector="spec.nodeName!=",
-        ),
-    ]

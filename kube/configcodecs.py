@@ -85,13 +85,7 @@ class Integer(Codec[int]):
             raise Invalid(
                 f"must be an integer, not {raw if isinstance(raw, float) else describe(raw)}"
             )
-        low, high = self.minimum, self.maximum
-        if low is not None and high is not None and not low <= raw <= high:
-            raise Invalid(f"must be within [{low}, {high}] (got {raw})")
-        if low is not None and raw < low:
-            raise Invalid(f"must be >= {low}")
-        if high is not None and raw > high:
-            raise Invalid(f"must be <= {high}")
+        _check_bounds(raw, self.minimum, self.maximum, got=f" (got {raw})")
         return raw
 
     def encode(self, value: int) -> object:
@@ -101,6 +95,17 @@ class Integer(Codec[int]):
 def _plain(number: float) -> int | float:
     """45.0 is written as 45: it reads back as the same float."""
     return int(number) if float(number).is_integer() else number
+
+
+def _check_bounds(value: float, low: float | None, high: float | None, *, got: str = "") -> None:
+    """Raise Invalid when `value` is outside [low, high] (a bound of None is open); `got`
+    ends the message for a value outside both bounds."""
+    if low is not None and high is not None and not low <= value <= high:
+        raise Invalid(f"must be within [{_plain(low)}, {_plain(high)}]{got}")
+    if low is not None and value < low:
+        raise Invalid(f"must be >= {_plain(low)}")
+    if high is not None and value > high:
+        raise Invalid(f"must be <= {_plain(high)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +122,7 @@ class Number(Codec[float]):
         return self.check(float(raw))
 
     def check(self, value: float) -> float:
-        low, high = self.minimum, self.maximum
-        if low is not None and high is not None and not low <= value <= high:
-            raise Invalid(f"must be within [{_plain(low)}, {_plain(high)}]")
-        if low is not None and value < low:
-            raise Invalid(f"must be >= {_plain(low)}")
-        if high is not None and value > high:
-            raise Invalid(f"must be <= {_plain(high)}")
+        _check_bounds(value, self.minimum, self.maximum)
         if self.above is not None and value <= self.above:
             raise Invalid(f"must be > {_plain(self.above)}")
         return value

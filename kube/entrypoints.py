@@ -4,7 +4,8 @@ The descheduler (`nodeqos.descheduler.plugins`), the scheduler extender
 (`nodeqos.scheduler.plugins`) and the agent's QoS framework
 (`nodeqos.agent.qos_plugins`) find plugins the same way; each states only what
 a plugin object must export (its `register`) and how it records a broken one.
-`discover` feeds them, in order:
+`discover` feeds them, in order (and `surface` is the one check of what an object
+exports, so that every framework reports a wrong one alike):
 
 1. the in-tree table, name → "module" or "module:object", the same table
    pyproject.toml declares as nodeqos's own entry points (a test per framework
@@ -31,6 +32,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ IN_TREE_ORIGIN = "nodeqos (in-tree)"
 Register = Callable[[object, str, bool], object]
 # register_broken(name, reason): record a plugin that cannot be used, and why.
 RegisterBroken = Callable[[str, str], None]
+# (attribute, whether its value will do, what it must be, for the message).
+Requirement = tuple[str, Callable[[Any], bool], str]
 
 
 def installed(group: str) -> list[importlib.metadata.EntryPoint]:
@@ -97,6 +101,53 @@ def discover(
         register_broken(name, reason)
     for obj in extra:
         register(obj, f"passed in ({getattr(obj, '__name__', obj)!r})", False)
+
+
+def surface(
+    obj: object,
+    requires: Iterable[Requirement],
+    *,
+    where: str,
+    kind: str,
+    error: type[Exception] = ValueError,
+) -> tuple[str, dict[str, Any]]:
+    """The NAME of the plugin object `obj` and the attributes `requires` names, checked.
+
+    A NAME that is not a non-empty str raises `error` at once; otherwise every
+    attribute that will not do is named in one `error`: "<kind> <NAME> (<where>)
+    must export <what>; <what>".
+    """
+    name = getattr(obj, "NAME", None)
+    if not isinstance(name, str) or not name:
+        raise error(f"{where}: a {kind} must export NAME, a non-empty str")
+    values: dict[str, Any] = {}
+    problems = []
+    for attribute, will_do, what in requires:
+        value = getattr(obj, attribute, None)
+        if will_do(value):
+            values[attribute] = value
+        else:
+            problems.append(what)
+    if problems:
+        raise error(f"{kind} {name} ({where}) must export {'; '.join(problems)}")
+    return name, values
+
+
+def extension_points(point: type, spelled: str) -> Requirement:
+    """EXTENSION_POINTS, a non-empty set of `point` members (`spelled` names `point`)."""
+
+    def will_do(value: object) -> bool:
+        return (
+            isinstance(value, frozenset | set)
+            and bool(value)
+            and all(isinstance(member, point) for member in value)
+        )
+
+    return ("EXTENSION_POINTS", will_do, f"EXTENSION_POINTS, a non-empty frozenset of {spelled}")
+
+
+# The factory of a plugin built from its args and a handle (the descheduler's, the extender's).
+FACTORY: Requirement = ("factory", callable, "factory(args, handle), a callable")
 
 
 def load(

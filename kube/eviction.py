@@ -11,6 +11,7 @@ Callers: the agent's evictor (qosmanager) and the descheduler's eviction backend
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kube import rest
@@ -74,13 +75,8 @@ def evict(
 ) -> Result:
     """POST pods/<name>/eviction and classify what the server said."""
     path = rest.object_path("", "v1", "pods", name, namespace=namespace, subresource="eviction")
-    try:
-        client.create(path, eviction_body(namespace, name, uid, grace_period_seconds, annotations))
-    except rest.ApiUnavailable as err:
-        return Result(Outcome.UNAVAILABLE, str(err))
-    except rest.ApiError as err:
-        return Result(_classify(err), err.message)
-    return Result(Outcome.EVICTED)
+    body = eviction_body(namespace, name, uid, grace_period_seconds, annotations)
+    return _outcome(lambda: client.create(path, body))
 
 
 def delete(
@@ -94,9 +90,15 @@ def delete(
 ) -> Result:
     """DELETE the pod directly (bypasses PodDisruptionBudgets; opt-in backends only)."""
     path = rest.object_path("", "v1", "pods", name, namespace=namespace)
-    body = eviction_body(namespace, name, uid, grace_period_seconds).get("deleteOptions")
+    options = eviction_body(namespace, name, uid, grace_period_seconds).get("deleteOptions")
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", **(options or {})}  # type: ignore[dict-item]
+    return _outcome(lambda: client.delete(path, body))
+
+
+def _outcome(send: Callable[[], object]) -> Result:
+    """Make the one call of `evict` or `delete` and say how it went."""
     try:
-        client.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", **(body or {})})  # type: ignore[dict-item]
+        send()
     except rest.ApiUnavailable as err:
         return Result(Outcome.UNAVAILABLE, str(err))
     except rest.ApiError as err:

@@ -53,7 +53,15 @@ class PodMigrationJobPhase(enum.StrEnum):
     ABORTED = "Aborted"
 
 
-_OPTIONAL_STRINGS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
+# (attribute, wire key): the one table both directions of ObjectReference read.
+_REFERENCE_FIELDS = (
+    ("kind", "kind"),
+    ("namespace", "namespace"),
+    ("name", "name"),
+    ("uid", "uid"),
+    ("api_version", "apiVersion"),
+    ("resource_version", "resourceVersion"),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,26 +78,12 @@ class ObjectReference:
     @classmethod
     def from_api(cls, raw: Mapping[str, Any]) -> ObjectReference:
         """Parse an ObjectReference dict."""
-        return cls(
-            kind=raw.get("kind", ""),
-            namespace=raw.get("namespace", ""),
-            name=raw.get("name", ""),
-            uid=raw.get("uid", ""),
-            api_version=raw.get("apiVersion", ""),
-            resource_version=raw.get("resourceVersion", ""),
-        )
+        return cls(**{attr: raw.get(key, "") for attr, key in _REFERENCE_FIELDS})
 
     def to_api(self) -> dict[str, str]:
         """The wire form, empty strings omitted."""
-        values = (
-            self.kind,
-            self.namespace,
-            self.name,
-            self.uid,
-            self.api_version,
-            self.resource_version,
-        )
-        return {k: v for k, v in zip(_OPTIONAL_STRINGS, values, strict=True) if v}
+        wire = ((key, getattr(self, attr)) for attr, key in _REFERENCE_FIELDS)
+        return {key: value for key, value in wire if value}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -72,20 +72,21 @@ def register_object(
     registry: framework.PluginRegistry, obj: object, *, where: str, builtin: bool = False
 ) -> framework.Registration:
     """Build and register the plugin `obj` describes; a wrong surface raises ValueError."""
-    name = getattr(obj, "NAME", None)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{where}: a QoS plugin must export NAME, a non-empty str")
-    problems = []
-    spec = getattr(obj, "FEATURE", None)
-    if not isinstance(spec, features.FeatureSpec):
-        problems.append("FEATURE, a qosmanager.FeatureSpec")
-    factory = getattr(obj, "factory", None)
-    if not callable(factory):
-        problems.append("factory(), returning the plugin")
-    if problems:
-        raise ValueError(f"QoS plugin {name} ({where}) must export {'; '.join(problems)}")
-    assert isinstance(spec, features.FeatureSpec) and callable(factory)  # checked above
-    plugin = factory()
+    name, surface = entrypoints.surface(
+        obj,
+        (
+            (
+                "FEATURE",
+                lambda spec: isinstance(spec, features.FeatureSpec),
+                "FEATURE, a qosmanager.FeatureSpec",
+            ),
+            ("factory", callable, "factory(), returning the plugin"),
+        ),
+        where=where,
+        kind="QoS plugin",
+    )
+    spec: features.FeatureSpec = surface["FEATURE"]
+    plugin = surface["factory"]()
     missing = [m for m in ("init_flags", "setup", "run") if not callable(getattr(plugin, m, None))]
     if missing:
         raise ValueError(

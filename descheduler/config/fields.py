@@ -50,6 +50,14 @@ class PluginArgs:
     KIND: ClassVar[str]
 
     @classmethod
+    def narrow(cls, args: PluginArgs, plugin: str) -> Self:
+        """`args` as this class: what a plugin's `factory` is handed. Another plugin's
+        args there is a programming error of the framework's: TypeError."""
+        if not isinstance(args, cls):
+            raise TypeError(f"{plugin} needs {cls.__name__}, not {type(args).__name__}")
+        return args
+
+    @classmethod
     def from_mapping(cls, raw: object, path: FieldPath = ROOT) -> Self:
         """Decode and validate; raises ConfigError listing every problem."""
         errors = Errors()
@@ -66,6 +74,13 @@ class PluginArgs:
         if not isinstance(raw, Mapping):
             errors.add(path, f"must be a mapping, not {describe(raw)}")
             return None
+        return cls.decode_mapping(raw, path, errors)
+
+    @classmethod
+    def decode_mapping(
+        cls, raw: Mapping[str, object], path: FieldPath, errors: Errors
+    ) -> Self | None:
+        """`decode` of a mapping (a null is an empty one); a subclass may take it over."""
         api_version = raw.get("apiVersion")
         if api_version is not None and api_version != API_VERSION:
             errors.add(path.child("apiVersion"), f'must be "{API_VERSION}" (got {api_version!r})')

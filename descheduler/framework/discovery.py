@@ -40,7 +40,7 @@ from typing import ClassVar, Self
 from descheduler.config import ENTRY_POINT_GROUP, ExtensionPoint, FieldPath, PluginArgs
 from descheduler.framework.registry import Registry, RegistryError
 from kube import entrypoints
-from kube.configstruct import Errors, describe
+from kube.configstruct import Errors
 
 GROUP = ENTRY_POINT_GROUP
 
@@ -58,12 +58,9 @@ class RawArgs(PluginArgs):
     raw: Mapping[str, object]
 
     @classmethod
-    def decode(cls, raw: object, path: FieldPath, errors: Errors) -> Self | None:
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, Mapping):
-            errors.add(path, f"must be a mapping, not {describe(raw)}")
-            return None
+    def decode_mapping(
+        cls, raw: Mapping[str, object], path: FieldPath, errors: Errors
+    ) -> Self | None:
         return cls(dict(raw))
 
     def to_mapping(self) -> dict[str, object]:
@@ -94,25 +91,24 @@ def registry(
 
 def register_object(registry: Registry, obj: object, *, where: str) -> None:
     """Register a plugin object; a missing or wrong part of its surface is a RegistryError."""
-    name = getattr(obj, "NAME", None)
-    if not isinstance(name, str) or not name:
-        raise RegistryError(f"{where}: a plugin must export NAME, a non-empty str")
-    problems = []
-    args = getattr(obj, "Args", None)
-    if not (isinstance(args, type) and issubclass(args, PluginArgs)):
-        problems.append("Args, a subclass of descheduler.config.PluginArgs")
-        args = None
-    points = getattr(obj, "EXTENSION_POINTS", None)
-    if not (
-        isinstance(points, frozenset | set)
-        and points
-        and all(isinstance(p, ExtensionPoint) for p in points)
-    ):
-        problems.append("EXTENSION_POINTS, a non-empty frozenset of config.ExtensionPoint")
-        points = None
-    factory = getattr(obj, "factory", None)
-    if not callable(factory):
-        problems.append("factory(args, handle), a callable")
-    if problems or args is None or points is None:
-        raise RegistryError(f"plugin {name} ({where}) must export {'; '.join(problems)}")
-    registry.register(name, factory, args=args, extension_points=frozenset(points))
+    name, surface = entrypoints.surface(
+        obj,
+        (
+            (
+                "Args",
+                lambda args: isinstance(args, type) and issubclass(args, PluginArgs),
+                "Args, a subclass of descheduler.config.PluginArgs",
+            ),
+            entrypoints.extension_points(ExtensionPoint, "config.ExtensionPoint"),
+            entrypoints.FACTORY,
+        ),
+        where=where,
+        kind="plugin",
+        error=RegistryError,
+    )
+    registry.register(
+        name,
+        surface["factory"],
+        args=surface["Args"],
+        extension_points=frozenset(surface["EXTENSION_POINTS"]),
+    )

@@ -4,7 +4,8 @@ PodLifeTime, RemoveFailedPods, RemovePodsHavingTooManyRestarts,
 RemovePodsViolatingInterPodAntiAffinity, RemovePodsViolatingNodeAffinity and
 RemovePodsViolatingNodeTaints all walk the snapshot's nodes in order, keep the
 pods their `namespaces`/`labelSelector` scope allows (`PodScopeArgs.in_scope`),
-and hand the candidates to the profile's evictor. What makes a pod a candidate,
+keep those a plugin gives a reason for (`reasons`) and hand the candidates to the
+profile's evictor. What makes a pod a candidate,
 and in which order candidates are tried, stays in each plugin's folder.
 """
 
@@ -67,6 +68,18 @@ def pods_in_scope(
                     selector is None or selector.matches(pod.labels)
                 ):
                     yield pod, node
+
+
+def reasons(
+    placed: Iterable[Placed], why: Callable[[objects.Pod, objects.Node], str | None]
+) -> list[tuple[objects.Pod, str]]:
+    """(pod, reason) for each placed pod `why` gives a reason for, in order."""
+    found = []
+    for pod, node in placed:
+        reason = why(pod, node)
+        if reason is not None:
+            found.append((pod, reason))
+    return found
 
 
 def evict_in_order(

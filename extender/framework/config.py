@@ -267,8 +267,12 @@ def decode_config(raw: object, registry: Registry) -> Profile:
     return profile
 
 
-def load_config(path: pathlib.Path, registry: Registry) -> Profile:
-    """Read and decode a config file; raises ArgsError."""
+def read_document(path: pathlib.Path) -> object:
+    """The YAML document in a config file (an empty file is `{}`); raises ArgsError.
+
+    The one reader of the extender's config files: the profile file here and a bare
+    LoadAwareSchedulingArgs file (`extender.args.load_args`).
+    """
     try:
         text = path.read_text()
     except OSError as err:
@@ -277,4 +281,9 @@ def load_config(path: pathlib.Path, registry: Registry) -> Profile:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ArgsError([f"{path}: not valid YAML: {err}"]) from None
-    return decode_config(raw if raw is not None else {}, registry)
+    return raw if raw is not None else {}
+
+
+def load_config(path: pathlib.Path, registry: Registry) -> Profile:
+    """Read and decode a config file; raises ArgsError."""
+    return decode_config(read_document(path), registry)

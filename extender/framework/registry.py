@@ -71,26 +71,24 @@ class Registry:
 
 def entry_of(obj: object, *, where: str) -> Entry:
     """The registry entry of a plugin object; RegistryError names what its surface lacks."""
-    name = getattr(obj, "NAME", None)
-    if not isinstance(name, str) or not name:
-        raise RegistryError(f"{where}: a scheduler plugin must export NAME, a non-empty str")
-    problems = []
-    args = getattr(obj, "Args", None)
-    if not (isinstance(args, type) and callable(getattr(args, "from_mapping", None))):
-        problems.append("Args, a type with from_mapping(raw, path)")
-    points = getattr(obj, "EXTENSION_POINTS", None)
-    if not (
-        isinstance(points, frozenset | set)
-        and points
-        and all(isinstance(p, ExtensionPoint) for p in points)
-    ):
-        problems.append("EXTENSION_POINTS, a non-empty frozenset of ExtensionPoint")
-    factory = getattr(obj, "factory", None)
-    if not callable(factory):
-        problems.append("factory(args, handle), a callable")
-    if problems:
-        raise RegistryError(f"scheduler plugin {name} ({where}) must export {'; '.join(problems)}")
-    return Entry(name, args, frozenset(points), factory)  # type: ignore[arg-type]
+    name, surface = entrypoints.surface(
+        obj,
+        (
+            (
+                "Args",
+                lambda args: (
+                    isinstance(args, type) and callable(getattr(args, "from_mapping", None))
+                ),
+                "Args, a type with from_mapping(raw, path)",
+            ),
+            entrypoints.extension_points(ExtensionPoint, "ExtensionPoint"),
+            entrypoints.FACTORY,
+        ),
+        where=where,
+        kind="scheduler plugin",
+        error=RegistryError,
+    )
+    return Entry(name, surface["Args"], frozenset(surface["EXTENSION_POINTS"]), surface["factory"])
 
 
 def discover(

@@ -239,6 +239,4 @@ def _first_fit(
 
 
 def factory(args: PluginArgs, handle: Handle) -> CustomPriority:
-    if not isinstance(args, CustomPriorityArgs):
-        raise TypeError(f"CustomPriority needs CustomPriorityArgs, not {type(args).__name__}")
-    return CustomPriority(args, handle)
+    return CustomPriority(CustomPriorityArgs.narrow(args, NAME), handle)

@@ -147,6 +147,4 @@ class DefaultEvictor:
 
 
 def factory(args: PluginArgs, handle: Handle) -> DefaultEvictor:
-    if not isinstance(args, DefaultEvictorArgs):
-        raise TypeError(f"DefaultEvictor needs DefaultEvictorArgs, not {type(args).__name__}")
-    return DefaultEvictor(args, handle)
+    return DefaultEvictor(DefaultEvictorArgs.narrow(args, NAME), handle)

@@ -113,8 +113,4 @@ class FragmentationAware:
 
 
 def factory(args: PluginArgs, handle: Handle) -> FragmentationAware:
-    if not isinstance(args, FragmentationAwareArgs):
-        raise TypeError(
-            f"FragmentationAware needs FragmentationAwareArgs, not {type(args).__name__}"
-        )
-    return FragmentationAware(args, handle)
+    return FragmentationAware(FragmentationAwareArgs.narrow(args, NAME), handle)

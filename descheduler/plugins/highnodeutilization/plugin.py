@@ -202,8 +202,4 @@ class HighNodeUtilization:
 
 
 def factory(args: PluginArgs, handle: Handle) -> HighNodeUtilization:
-    if not isinstance(args, HighNodeUtilizationArgs):
-        raise TypeError(
-            f"HighNodeUtilization needs HighNodeUtilizationArgs, not {type(args).__name__}"
-        )
-    return HighNodeUtilization(args, handle)
+    return HighNodeUtilization(HighNodeUtilizationArgs.narrow(args, NAME), handle)

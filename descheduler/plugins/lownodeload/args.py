@@ -78,13 +78,9 @@ _THRESHOLD_KEYS = ("highThresholds", "lowThresholds", "prodHighThresholds", "pro
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class NodePool:
-    """One group of nodes with its own marks. After loading, inherited values are filled in."""
+class Marks:
+    """The marks a node pool balances by: the top level's and each of `nodePools`' fields."""
 
-    name: str = field(default="", metadata=fields.spec("name", codecs.STRING))
-    node_selector: LabelSelector | None = field(
-        default=None, metadata=fields.spec("nodeSelector", selectors.MAPPING)
-    )
     use_deviation_thresholds: bool = field(
         default=False, metadata=fields.spec("useDeviationThresholds", codecs.BOOL)
     )
@@ -111,6 +107,16 @@ class NodePool:
     anomaly_condition: AnomalyCondition = field(
         default_factory=AnomalyCondition,
         metadata=fields.spec("anomalyCondition", fields.Nested(AnomalyCondition)),
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodePool(Marks):
+    """One group of nodes with its own marks. After loading, inherited values are filled in."""
+
+    name: str = field(default="", metadata=fields.spec("name", codecs.STRING))
+    node_selector: LabelSelector | None = field(
+        default=None, metadata=fields.spec("nodeSelector", selectors.MAPPING)
     )
 
 
@@ -171,7 +177,7 @@ def _given(raw: object) -> frozenset[str]:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class LowNodeLoadArgs(fields.PluginArgs):
+class LowNodeLoadArgs(fields.PluginArgs, Marks):
     KIND: ClassVar[str] = "LowNodeLoadArgs"
 
     paused: bool = field(default=False, metadata=fields.spec("paused", codecs.BOOL))
@@ -192,33 +198,6 @@ class LowNodeLoadArgs(fields.PluginArgs):
         default=(), metadata=fields.spec("podSelectors", codecs.ListOf(fields.Nested(PodSelector)))
     )
     node_fit: bool = field(default=True, metadata=fields.spec("nodeFit", codecs.BOOL))
-    use_deviation_thresholds: bool = field(
-        default=False, metadata=fields.spec("useDeviationThresholds", codecs.BOOL)
-    )
-    high_thresholds: Mapping[str, float] = field(
-        default_factory=common.no_thresholds,
-        metadata=fields.spec("highThresholds", common.THRESHOLDS),
-    )
-    low_thresholds: Mapping[str, float] = field(
-        default_factory=common.no_thresholds,
-        metadata=fields.spec("lowThresholds", common.THRESHOLDS),
-    )
-    prod_high_thresholds: Mapping[str, float] = field(
-        default_factory=common.no_thresholds,
-        metadata=fields.spec("prodHighThresholds", common.THRESHOLDS),
-    )
-    prod_low_thresholds: Mapping[str, float] = field(
-        default_factory=common.no_thresholds,
-        metadata=fields.spec("prodLowThresholds", common.THRESHOLDS),
-    )
-    resource_weights: Mapping[str, int] = field(
-        default_factory=_default_weights,
-        metadata=fields.spec("resourceWeights", common.RESOURCE_WEIGHTS),
-    )
-    anomaly_condition: AnomalyCondition = field(
-        default_factory=AnomalyCondition,
-        metadata=fields.spec("anomalyCondition", fields.Nested(AnomalyCondition)),
-    )
     detector_cache_timeout: timedelta = field(
         default=timedelta(minutes=5), metadata=fields.spec("detectorCacheTimeout", codecs.DURATION)
     )
@@ -233,17 +212,8 @@ class LowNodeLoadArgs(fields.PluginArgs):
 
     def default_pool(self) -> NodePool:
         """The pool formed by the top-level fields."""
-        return NodePool(
-            name=DEFAULT_POOL_NAME,
-            node_selector=self.node_selector,
-            use_deviation_thresholds=self.use_deviation_thresholds,
-            high_thresholds=self.high_thresholds,
-            low_thresholds=self.low_thresholds,
-            prod_high_thresholds=self.prod_high_thresholds,
-            prod_low_thresholds=self.prod_low_thresholds,
-            resource_weights=self.resource_weights,
-            anomaly_condition=self.anomaly_condition,
-        )
+        marks = {f.name: getattr(self, f.name) for f in dataclasses.fields(Marks)}
+        return NodePool(name=DEFAULT_POOL_NAME, node_selector=self.node_selector, **marks)
 
     @property
     def pools(self) -> tuple[NodePool, ...]:

@@ -118,7 +118,11 @@ def eviction_key(
     weights: Mapping[str, int],
 ) -> EvictionKey:
     """The pod's sort key: smaller keys are tried first."""
-    created = pod.creation_timestamp
+    return (*_head(pod), -fit_score(used, excess, weights), *_tail(pod))
+
+
+def _head(pod: objects.Pod) -> tuple[int, int, int, int, int, int]:
+    """The part of the sort key before the fit score: class, priority, QoS, costs."""
     return (
         _CLASS_RANK[usage.priority_class(pod)],
         pod.priority or 0,
@@ -126,12 +130,13 @@ def eviction_key(
         _KOORD_QOS_RANK[pod.koord_qos],
         cost(pod, ANNOTATION_POD_DELETION_COST),
         cost(pod, ANNOTATION_EVICTION_COST),
-        -fit_score(used, excess, weights),
-        math.inf if created is None else -created.timestamp(),
-        pod.namespace,
-        pod.name,
-        pod.uid,
     )
+
+
+def _tail(pod: objects.Pod) -> _Tail:
+    """The part of the sort key after the fit score: the youngest first, then by name."""
+    created = pod.creation_timestamp
+    return (math.inf if created is None else -created.timestamp(), pod.namespace, pod.name, pod.uid)
 
 
 def rank(
@@ -190,23 +195,9 @@ class Ranker:
         # the pod, so its id cannot be reused while the Ranker lives.
         self._fixed: dict[int, tuple[objects.Pod, tuple[int, ...], Mapping[str, int], _Tail]] = {}
         for pod in pods:
-            head: tuple[int, ...] = (
-                _CLASS_RANK[usage.priority_class(pod)],
-                pod.priority or 0,
-                _KUBE_QOS_RANK[pod.kube_qos],
-                _KOORD_QOS_RANK[pod.koord_qos],
-                cost(pod, ANNOTATION_POD_DELETION_COST),
-                cost(pod, ANNOTATION_EVICTION_COST),
-            )
+            head: tuple[int, ...] = _head(pod)
             head = heads.setdefault(head, head)  # one object per value: tuple compares stop early
-            created = pod.creation_timestamp
-            tail = (
-                math.inf if created is None else -created.timestamp(),
-                pod.namespace,
-                pod.name,
-                pod.uid,
-            )
-            self._fixed[id(pod)] = (pod, head, usage_of(pod), tail)
+            self._fixed[id(pod)] = (pod, head, usage_of(pod), _tail(pod))
 
     def rank(self, pods: Iterable[objects.Pod], excess: Mapping[str, int]) -> list[objects.Pod]:
         """These pods (each given to the constructor) in eviction order for this excess."""

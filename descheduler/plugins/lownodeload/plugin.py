@@ -372,6 +372,4 @@ def projected_metrics(snapshot: Snapshot) -> Mapping[str, slo.NodeMetric]:
 
 
 def factory(args: PluginArgs, handle: Handle) -> LowNodeLoad:
-    if not isinstance(args, LowNodeLoadArgs):
-        raise TypeError(f"{NAME} needs LowNodeLoadArgs, not {type(args).__name__}")
-    return LowNodeLoad(args, handle)
+    return LowNodeLoad(LowNodeLoadArgs.narrow(args, NAME), handle)

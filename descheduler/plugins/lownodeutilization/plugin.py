@@ -353,8 +353,4 @@ def _source(args: LowNodeUtilizationArgs, handle: Handle) -> str | None:
 
 
 def factory(args: PluginArgs, handle: Handle) -> LowNodeUtilization:
-    if not isinstance(args, LowNodeUtilizationArgs):
-        raise TypeError(
-            f"LowNodeUtilization needs LowNodeUtilizationArgs, not {type(args).__name__}"
-        )
-    return LowNodeUtilization(args, handle)
+    return LowNodeUtilization(LowNodeUtilizationArgs.narrow(args, NAME), handle)

@@ -330,8 +330,4 @@ def _queued_for(
 
 
 def factory(args: PluginArgs, handle: Handle) -> MigrationController:
-    if not isinstance(args, MigrationControllerArgs):
-        raise TypeError(
-            f"MigrationController needs MigrationControllerArgs, not {type(args).__name__}"
-        )
-    return MigrationController(args, handle)
+    return MigrationController(MigrationControllerArgs.narrow(args, NAME), handle)

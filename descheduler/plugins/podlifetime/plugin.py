@@ -39,11 +39,10 @@ class PodLifeTime:
 
     def deschedule(self, snapshot: Snapshot) -> None:
         now = self._handle.clock()
-        candidates = []
-        for pod, _ in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True):
-            reason = self._matches(pod, now)
-            if reason is not None:
-                candidates.append((pod, reason))
+        candidates = _deschedule.reasons(
+            _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True),
+            lambda pod, _node: self._matches(pod, now),
+        )
         _deschedule.evict_in_order(
             self._handle.evictor, candidates, plugin=NAME, key=criteria.eviction_key
         )
@@ -86,6 +85,4 @@ class PodLifeTime:
 
 
 def factory(args: PluginArgs, handle: Handle) -> PodLifeTime:
-    if not isinstance(args, PodLifeTimeArgs):
-        raise TypeError(f"{NAME} needs PodLifeTimeArgs, not {type(args).__name__}")
-    return PodLifeTime(args, handle)
+    return PodLifeTime(PodLifeTimeArgs.narrow(args, NAME), handle)

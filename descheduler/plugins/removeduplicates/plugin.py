@@ -136,6 +136,4 @@ class RemoveDuplicates:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemoveDuplicates:
-    if not isinstance(args, RemoveDuplicatesArgs):
-        raise TypeError(f"RemoveDuplicates needs RemoveDuplicatesArgs, not {type(args).__name__}")
-    return RemoveDuplicates(args, handle)
+    return RemoveDuplicates(RemoveDuplicatesArgs.narrow(args, NAME), handle)

@@ -36,19 +36,18 @@ class RemoveFailedPods:
 
     def deschedule(self, snapshot: Snapshot) -> None:
         now = self._handle.clock()
-        candidates = []
-        for pod, _ in _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True):
-            if pod.phase != failed.FAILED:
-                continue
-            reason = self._matches(pod, now)
-            if reason is not None:
-                candidates.append((pod, reason))
+        candidates = _deschedule.reasons(
+            _deschedule.pods_in_scope(snapshot, self.args, including_terminal=True),
+            lambda pod, _node: self._matches(pod, now),
+        )
         _deschedule.evict_in_order(
             self._handle.evictor, candidates, plugin=NAME, key=failed.eviction_key
         )
 
     def _matches(self, pod: objects.Pod, now: datetime) -> str | None:
-        """Why the failed pod is a candidate, or None when it is not."""
+        """Why the pod is a candidate (Failed, and every criterion met), or None when it is not."""
+        if pod.phase != failed.FAILED:
+            return None
         args = self.args
         init = args.including_init_containers
         age = failed.age_seconds(pod, now)
@@ -73,6 +72,4 @@ class RemoveFailedPods:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemoveFailedPods:
-    if not isinstance(args, RemoveFailedPodsArgs):
-        raise TypeError(f"{NAME} needs RemoveFailedPodsArgs, not {type(args).__name__}")
-    return RemoveFailedPods(args, handle)
+    return RemoveFailedPods(RemoveFailedPodsArgs.narrow(args, NAME), handle)

@@ -56,8 +56,6 @@ class RemovePodsHavingTooManyRestarts:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsHavingTooManyRestarts:
-    if not isinstance(args, RemovePodsHavingTooManyRestartsArgs):
-        raise TypeError(
-            f"{NAME} needs RemovePodsHavingTooManyRestartsArgs, not {type(args).__name__}"
-        )
-    return RemovePodsHavingTooManyRestarts(args, handle)
+    return RemovePodsHavingTooManyRestarts(
+        RemovePodsHavingTooManyRestartsArgs.narrow(args, NAME), handle
+    )

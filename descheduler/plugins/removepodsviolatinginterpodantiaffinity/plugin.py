@@ -67,8 +67,6 @@ class RemovePodsViolatingInterPodAntiAffinity:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingInterPodAntiAffinity:
-    if not isinstance(args, RemovePodsViolatingInterPodAntiAffinityArgs):
-        raise TypeError(
-            f"{NAME} needs RemovePodsViolatingInterPodAntiAffinityArgs, not {type(args).__name__}"
-        )
-    return RemovePodsViolatingInterPodAntiAffinity(args, handle)
+    return RemovePodsViolatingInterPodAntiAffinity(
+        RemovePodsViolatingInterPodAntiAffinityArgs.narrow(args, NAME), handle
+    )

@@ -106,8 +106,6 @@ class RemovePodsViolatingNodeAffinity:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingNodeAffinity:
-    if not isinstance(args, RemovePodsViolatingNodeAffinityArgs):
-        raise TypeError(
-            f"{NAME} needs RemovePodsViolatingNodeAffinityArgs, not {type(args).__name__}"
-        )
-    return RemovePodsViolatingNodeAffinity(args, handle)
+    return RemovePodsViolatingNodeAffinity(
+        RemovePodsViolatingNodeAffinityArgs.narrow(args, NAME), handle
+    )

@@ -21,6 +21,7 @@ from descheduler.plugins.removepodsviolatingnodetaints.args import (
     RemovePodsViolatingNodeTaintsArgs,
 )
 from descheduler.plugins.removepodsviolatingnodetaints.taints import TaintFilter
+from kube import objects
 
 NAME = "RemovePodsViolatingNodeTaints"
 
@@ -38,22 +39,24 @@ class RemovePodsViolatingNodeTaints:
         )
 
     def deschedule(self, snapshot: Snapshot) -> None:
-        candidates = []
         # Only a node with a counted taint can have pods that violate it.
         tainted = [n for n in snapshot.nodes if any(self.taints.counts(t) for t in n.taints)]
-        for pod, node in _deschedule.pods_in_scope(
-            snapshot, self.args, including_terminal=False, nodes=tainted
-        ):
-            untolerated = self.taints.untolerated(pod, node)
-            if untolerated:
-                shown = ", ".join(str(t) for t in untolerated)
-                candidates.append((pod, f"does not tolerate taint {shown} of node {node.name}"))
+        candidates = _deschedule.reasons(
+            _deschedule.pods_in_scope(snapshot, self.args, including_terminal=False, nodes=tainted),
+            self._untolerated,
+        )
         _deschedule.evict_in_order(self._handle.evictor, candidates, plugin=NAME)
+
+    def _untolerated(self, pod: objects.Pod, node: objects.Node) -> str | None:
+        """Why the pod is a candidate (the taints of its node it does not tolerate), or None."""
+        untolerated = self.taints.untolerated(pod, node)
+        if not untolerated:
+            return None
+        shown = ", ".join(str(t) for t in untolerated)
+        return f"does not tolerate taint {shown} of node {node.name}"
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingNodeTaints:
-    if not isinstance(args, RemovePodsViolatingNodeTaintsArgs):
-        raise TypeError(
-            f"{NAME} needs RemovePodsViolatingNodeTaintsArgs, not {type(args).__name__}"
-        )
-    return RemovePodsViolatingNodeTaints(args, handle)
+    return RemovePodsViolatingNodeTaints(
+        RemovePodsViolatingNodeTaintsArgs.narrow(args, NAME), handle
+    )

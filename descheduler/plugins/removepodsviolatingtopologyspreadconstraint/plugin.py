@@ -257,6 +257,4 @@ class RemovePodsViolatingTopologySpreadConstraint:
 
 
 def factory(args: PluginArgs, handle: Handle) -> RemovePodsViolatingTopologySpreadConstraint:
-    if not isinstance(args, Args):
-        raise TypeError(f"{NAME} needs {Args.__name__}, not {type(args).__name__}")
-    return RemovePodsViolatingTopologySpreadConstraint(args, handle)
+    return RemovePodsViolatingTopologySpreadConstraint(Args.narrow(args, NAME), handle)
