@@ -146,7 +146,9 @@ def run(binary: Path, nodes: int, logs: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="nodeqos-peers-usage-") as tmp:
         workdir = Path(tmp)
         flags = metricsserver.front_proxy_flags(workdir / "front-proxy")
-        with controlplane.ControlPlane(apiserver_args=flags) as plane:
+        with controlplane.ControlPlane(
+            apiserver_args=(*flags, controlplane.DIAL_ENDPOINTS)
+        ) as plane:
             client = rest.Rest.from_kubeconfig(
                 plane.kubeconfig, qps=0, pool_size=lownodeload.CREATE_THREADS * 2
             )

@@ -61,7 +61,7 @@ from bench import _interference_nodeqos as qos
 from bench import _interference_results as results
 from bench import results_dir, write_results
 from kube import rest
-from testbed import components, controlplane, localnodes, onlineserver
+from testbed import localnodes, onlineserver
 from testbed import vegeta as _vegeta
 
 RUN_BY_DEFAULT = False  # real nodes, ~20 minutes: `python -m bench interference`
@@ -81,13 +81,7 @@ def build_nodeqos_image() -> Path:
 @contextlib.contextmanager
 def real_cluster(workdir: Path, images: list[Path]) -> Iterator[arms.Cluster]:
     with (
-        controlplane.ControlPlane(
-            scheduler=True,
-            controllers=(*components.DEFAULT_CONTROLLERS, components.NODE_LIFECYCLE_CONTROLLER),
-            nodes=(onenode.NODE,),
-            bind_address="0.0.0.0",
-            service_account_admission=True,
-        ) as plane,
+        localnodes.control_plane((onenode.NODE,)) as plane,
         localnodes.running_nodes(
             plane,
             (onenode.NODE,),

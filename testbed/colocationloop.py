@@ -559,6 +559,28 @@ def batch_job() -> dict[str, Any]:
     }
 
 
+def _check_profiled(kube: rest.Rest, job: str, path: str) -> None:
+    """The Job's first pod as admission made it, checked at once: an unprofiled busy pod
+    asks plain cpu, runs at a real weight and would only starve this machine's control
+    plane until some later wait gave up. The Job goes and the error names the path."""
+    first = wait_for(
+        lambda: placementwatch.pods(kube, BATCH_NAMESPACE, "app=crunch")[:1],
+        "the Job's first pod",
+        timeout=60,
+    )[0]
+    came_out = profiled(first)
+    if came_out == EXPECTED_BATCH_POD:
+        return
+    with contextlib.suppress(rest.ApiError):
+        kube.delete(job, {"propagationPolicy": "Background"})
+    raise AssertionError(
+        f"{path or 'no path'} did not apply profile {PROFILE} to pod "
+        f"{first['metadata']['name']}: it came out as {came_out}, not "
+        f"{EXPECTED_BATCH_POD}. The manager's logs and metrics (profile_webhook_up) and "
+        "the API server's log ('failed calling webhook') say why."
+    )
+
+
 def profiled(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a pod that `profile()` sets, as admission left them."""
     labels = pod["metadata"].get("labels") or {}
@@ -730,7 +752,9 @@ def step_placement(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
     outcome.cluster_cpu_before = cluster_cpu_percent(kube, outcome.capacity)
     say(f"cluster CPU before (NodeMetrics): {outcome.cluster_cpu_before or 0:.1f}%")
     _namespace(kube, BATCH_NAMESPACE, {"colocation": "on"})
-    kube.create(rest.object_path("batch", "v1", "jobs", namespace=BATCH_NAMESPACE), batch_job())
+    job = rest.object_path("batch", "v1", "jobs", namespace=BATCH_NAMESPACE)
+    kube.create(job, batch_job())
+    _check_profiled(kube, job + "/crunch", outcome.profile_path)
 
     def placed() -> list[dict[str, Any]] | None:
         pods = _running(kube, BATCH_NAMESPACE, "app=crunch")

@@ -46,6 +46,15 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "serviceaccount-controller",
 )
 NODE_LIFECYCLE_CONTROLLER = "node-lifecycle-controller"
+# A Service's EndpointSlices: what the API server dials for a webhook or an aggregated
+# API served from pods (testbed.localnodes.control_plane).
+ENDPOINTSLICE_CONTROLLER = "endpointslice-controller"
+# What a cluster of real nodes runs (testbed.localnodes.control_plane).
+REAL_NODE_CONTROLLERS: tuple[str, ...] = (
+    *DEFAULT_CONTROLLERS,
+    NODE_LIFECYCLE_CONTROLLER,
+    ENDPOINTSLICE_CONTROLLER,
+)
 # Runs Jobs (the colocation scenario's batch work, testbed.colocationloop).
 JOB_CONTROLLER = "job-controller"
 

@@ -75,6 +75,10 @@ SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # The first address of the range: the API server gives it to the `kubernetes`
 # Service in `default`, and certgen puts it in the serving certificate.
 KUBERNETES_SERVICE_IP = "10.0.0.1"
+# The API server dials a webhook's or an aggregated API's Service at its endpoints, not at
+# its ClusterIP: nothing here routes a ClusterIP (no kube-proxy), and a call to one would
+# leave the machine.
+DIAL_ENDPOINTS = "--enable-aggregator-routing=true"
 
 
 # How long a component may take to answer its readiness check. A kube-apiserver

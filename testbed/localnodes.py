@@ -31,7 +31,11 @@ Machine facts handled here (found on the development VM, Debian 12, kernel 6.18)
   serves its API on loopback only (no logs/exec through the API server);
 - no kube-proxy: with the API server bound to every address, `running_nodes`
   routes the ``kubernetes`` Service (10.0.0.1:443) to it (`testbed.servicenat`),
-  so in-cluster clients in pods work as on a real cluster.
+  so in-cluster clients in pods work as on a real cluster; the other way round,
+  the API server dials a Service's endpoints itself (`controlplane.DIAL_ENDPOINTS`,
+  the EndpointSlice controller running), so webhooks and aggregated APIs served
+  from pods answer. Without it the API server dials the ClusterIP, which nothing
+  routes here: the call leaves the machine (`control_plane` makes both right).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from typing import IO, Any
 
 import yaml
 
-from testbed import controlplane, machinelock, nodeconfig, ociimage, servicenat
+from testbed import components, controlplane, machinelock, nodeconfig, ociimage, servicenat
 
 log = logging.getLogger(__name__)
 
@@ -393,6 +397,30 @@ def build_images(directory: Path) -> list[Path]:
         ociimage.write_archive(ociimage.pause_image(PAUSE_IMAGE), directory / "pause.tar"),
         ociimage.write_archive(ociimage.busybox_image(BUSYBOX_IMAGE), directory / "busybox.tar"),
     ]
+
+
+def control_plane(
+    names: Sequence[str],
+    *,
+    binaries: controlplane.Binaries | None = None,
+    controllers: Sequence[str] = (),
+    apiserver_args: Sequence[str] = (),
+) -> controlplane.ControlPlane:
+    """The control plane real nodes `names` join: kube-scheduler, the controllers a
+    cluster runs (node lifecycle lifts the not-ready taint, EndpointSlices give Services
+    their pods) plus `controllers`, an identity per kubelet, and the API server bound to
+    every address (pods reach it through the `kubernetes` Service) dialling a Service's
+    endpoints itself (no kube-proxy routes a ClusterIP here), with ServiceAccount
+    admission (pods get their token as in a real cluster)."""
+    return controlplane.ControlPlane(
+        binaries,
+        scheduler=True,
+        controllers=(*components.REAL_NODE_CONTROLLERS, *controllers),
+        nodes=names,
+        bind_address="0.0.0.0",
+        service_account_admission=True,
+        apiserver_args=(controlplane.DIAL_ENDPOINTS, *apiserver_args),
+    )
 
 
 @contextlib.contextmanager

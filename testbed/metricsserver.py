@@ -8,8 +8,8 @@ What the pieces need, and why:
   certificate that metrics-server trusts through the
   `extension-apiserver-authentication` ConfigMap: `front_proxy_flags` makes a
   throwaway front-proxy CA and client certificate (openssl) and returns the
-  kube-apiserver flags; `--enable-aggregator-routing` makes it dial the
-  Endpoints address directly (no kube-proxy here);
+  kube-apiserver flags; the API server dials the Service's endpoint directly
+  (`testbed.localnodes.control_plane`: no kube-proxy here);
 - metrics-server scrapes each kubelet's `/metrics/resource` at the node's
   InternalIP and the port the node reports (`--kubelet-use-node-status-port`),
   so the kubelets must serve on every address and let metrics-server in:
@@ -78,7 +78,6 @@ def front_proxy_flags(pki: Path) -> list[str]:
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         f"--proxy-client-cert-file={crt}",
         f"--proxy-client-key-file={key}",
-        "--enable-aggregator-routing=true",
     ]
 
 

@@ -26,7 +26,6 @@ from kube import rest
 from testbed import (
     colocationloop,
     components,
-    controlplane,
     localnodes,
     onlineserver,
     placementloop,
@@ -73,18 +72,8 @@ def run(
     (mode, each outcome, `ok`) for --summary-json."""
     summary: dict[str, Any] = {"mode": "real-nodes", "workdir": str(workdir), "ok": True}
     with (
-        controlplane.ControlPlane(
-            scheduler=True,
-            controllers=(
-                *components.DEFAULT_CONTROLLERS,
-                components.NODE_LIFECYCLE_CONTROLLER,
-                components.JOB_CONTROLLER,
-            ),
-            nodes=placementloop.NODES,
-            # Pods reach the API server through the `kubernetes` Service, as in a
-            # real cluster (testbed.localnodes routes it; see tests/e2e/conftest.py).
-            bind_address="0.0.0.0",
-            service_account_admission=True,
+        localnodes.control_plane(
+            placementloop.NODES, controllers=(components.JOB_CONTROLLER,)
         ) as plane,
         localnodes.running_nodes(
             plane,

@@ -40,20 +40,8 @@ def real_cluster() -> Iterator[RealCluster]:
         pytest.fail(f"the real-node cluster is unavailable: {err}", pytrace=False)
     with (
         tempfile.TemporaryDirectory(prefix="nodeqos-nodes-") as workdir,
-        controlplane.ControlPlane(
-            cp_bin,
-            scheduler=True,
-            controllers=(
-                *components.DEFAULT_CONTROLLERS,
-                components.NODE_LIFECYCLE_CONTROLLER,
-                components.JOB_CONTROLLER,
-            ),
-            nodes=NODE_NAMES,
-            # Pods reach the API server as in a real cluster: the `kubernetes`
-            # Service (routed by testbed.localnodes), a projected ServiceAccount
-            # token (the admission plugin adds the volume) and kube-root-ca.crt.
-            bind_address="0.0.0.0",
-            service_account_admission=True,
+        localnodes.control_plane(
+            NODE_NAMES, binaries=cp_bin, controllers=(components.JOB_CONTROLLER,)
         ) as plane,
         localnodes.running_nodes(
             plane,

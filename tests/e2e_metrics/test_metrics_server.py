@@ -19,7 +19,7 @@ import pytest
 from descheduler import usagesources
 from kube import rest
 from kube.quantity import Resources
-from testbed import components, controlplane, localnodes, metricsserver
+from testbed import controlplane, localnodes, metricsserver
 from tests.e2e import pods
 
 pytestmark = pytest.mark.e2e
@@ -45,16 +45,7 @@ def cluster() -> Iterator[Cluster]:
         workdir = Path(tmp)
         flags = metricsserver.front_proxy_flags(workdir / "front-proxy")
         with (
-            controlplane.ControlPlane(
-                cp_bin,
-                scheduler=True,
-                controllers=(
-                    *components.DEFAULT_CONTROLLERS,
-                    components.NODE_LIFECYCLE_CONTROLLER,
-                ),
-                nodes=NODES,
-                apiserver_args=flags,
-            ) as plane,
+            localnodes.control_plane(NODES, binaries=cp_bin, apiserver_args=flags) as plane,
             localnodes.running_nodes(
                 plane,
                 NODES,
