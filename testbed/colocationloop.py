@@ -410,10 +410,10 @@ def installed(
             _reset_node(kube, node)
 
 
-def _rendered(kind: str) -> str:
-    """The path of the profile's MutatingAdmissionPolicy (or binding) the manager renders."""
+def _rendered(kind: str, profile: str = PROFILE) -> str:
+    """The path of a profile's MutatingAdmissionPolicy (or binding) the manager renders."""
     return rest.object_path(
-        "admissionregistration.k8s.io", "v1", kind, f"nodeqos-colocation-{PROFILE}"
+        "admissionregistration.k8s.io", "v1", kind, f"nodeqos-colocation-{profile}"
     )
 
 
@@ -441,7 +441,7 @@ def _wait_installed(kube: rest.Rest) -> str:
         timeout=180,
     )
     path: str = wait_for(
-        lambda: _applied_by(kube), f"the manager to apply profile {PROFILE}", timeout=120
+        lambda: applied_by(kube), f"the manager to apply profile {PROFILE}", timeout=120
     )
     return path
 
@@ -454,10 +454,12 @@ PROFILES_WEBHOOK = rest.object_path(
 )  # fmt: skip
 
 
-def _applied_by(kube: rest.Rest) -> str:
-    """Which path applies the profile ("" while neither is in place)."""
-    if localcluster.exists(kube, _rendered("mutatingadmissionpolicybindings")):
-        return f"MutatingAdmissionPolicy nodeqos-colocation-{PROFILE}"
+def applied_by(kube: rest.Rest, profile: str = PROFILE) -> str:
+    """Which path applies `profile` ("" while neither is in place): its rendered policy's
+    binding (MutatingAdmissionPolicy, 1.36 on), else the manager's webhook configuration
+    (which serves every profile the manager's informer holds)."""
+    if localcluster.exists(kube, _rendered("mutatingadmissionpolicybindings", profile)):
+        return f"MutatingAdmissionPolicy nodeqos-colocation-{profile}"
     if localcluster.exists(kube, PROFILES_WEBHOOK):
         return "the manager's webhook (nodeqos-colocation-profiles)"
     return ""
@@ -620,7 +622,7 @@ class Outcome:
     # the fields the profile set on a batch pod, as admission left them (`profiled`): the
     # same whichever path applied it (MutatingAdmissionPolicy or the manager's webhook)
     batch_pod: dict[str, Any] = field(default_factory=dict)
-    profile_path: str = ""  # which path applied the profile (`_applied_by`)
+    profile_path: str = ""  # which path applied the profile (`applied_by`)
     pending_batch_pods: int = 0
     cluster_cpu_before: float | None = None
     cluster_cpu_after: float | None = None
@@ -912,7 +914,7 @@ def step_degrade(kube: rest.Rest, outcome: Outcome, say: Say) -> None:
 def run(kube: rest.Rest, say: Say) -> Outcome:
     """The four steps; the namespaces deleted at the end (nodeqos stays for `installed`)."""
     started = time.monotonic()
-    outcome = Outcome(profile_path=_applied_by(kube))
+    outcome = Outcome(profile_path=applied_by(kube))
     try:
         step_capacity(kube, outcome, say)
         step_placement(kube, outcome, say)

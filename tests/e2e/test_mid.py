@@ -185,13 +185,10 @@ def test_predicted_prod_slack_becomes_mid_capacity_for_mid_pods(
             for name, labels in ((PROD_NAMESPACE, {}), (MID_NAMESPACE, {"colocation": "mid"})):
                 kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
                 localcluster.wait_namespace_ready(kube, name)
-            policy = rest.object_path(
-                "admissionregistration.k8s.io",
-                "v1",
-                "mutatingadmissionpolicybindings",
-                f"nodeqos-colocation-{PROFILE}",
+            # by MutatingAdmissionPolicy (1.36 on) or the manager's webhook (1.34-1.35)
+            wait_for(
+                lambda: colocationloop.applied_by(kube, PROFILE), "the Mid profile", timeout=120
             )
-            wait_for(lambda: localcluster.exists(kube, policy), "the Mid profile", timeout=120)
 
             # 1. an idle Prod Deployment: its predicted peak is far below its request
             localcluster.apply(
