@@ -8,8 +8,9 @@ What the pieces need, and why:
   certificate that metrics-server trusts through the
   `extension-apiserver-authentication` ConfigMap: `front_proxy_flags` makes a
   throwaway front-proxy CA and client certificate (openssl) and returns the
-  kube-apiserver flags; the API server dials the Service's endpoint directly
-  (`testbed.localnodes.control_plane`: no kube-proxy here);
+  kube-apiserver flags; the API server must dial the Service's endpoint directly
+  (`controlplane.DIAL_ENDPOINTS`, which `testbed.localnodes.control_plane` passes
+  itself: no kube-proxy here);
 - metrics-server scrapes each kubelet's `/metrics/resource` at the node's
   InternalIP and the port the node reports (`--kubelet-use-node-status-port`),
   so the kubelets must serve on every address and let metrics-server in:
